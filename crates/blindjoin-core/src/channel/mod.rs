@@ -1,0 +1,205 @@
+//! Framed, message-oriented channels between the two parties.
+//!
+//! A frame is a length-prefixed byte string: on a byte stream it travels as a 4-byte
+//! little-endian length followed by the payload ([`FRAME_HEADER_LEN`]). Every receive names the
+//! message it expects and the largest length that message may have at that point of the
+//! protocol; a longer announced length is an error *before* anything is allocated
+//! ([`Error::FrameTooLong`]). No frame is ever longer than [`MAX_FRAME_LEN`].
+//!
+//! Control messages are encoded with `postcard` ([`send_msg`], [`recv_msg`]); bulk data (points,
+//! tags) travels as raw frames of fixed-width elements, read with [`BulkReader`].
+//!
+//! A [`Channel`] can be [split](Channel::split) into a receiving and a sending half, so a
+//! protocol can stream its own messages while a second thread drains the peer's: neither party
+//! then blocks on a full socket buffer while the other computes. Transports are pluggable: TCP
+//! ([`tcp`]), in-memory ([`memory`]), and the byte-counting wrapper [`metered`] over any of them;
+//! TLS is one more implementation of the same traits.
+
+pub mod memory;
+pub mod metered;
+pub mod tcp;
+
+use crate::{Error, Result};
+use serde::{Serialize, de::DeserializeOwned};
+
+/// Bytes of framing in front of every payload on a byte-stream transport.
+pub const FRAME_HEADER_LEN: usize = 4;
+
+/// The hard upper bound on one frame's payload, whatever a protocol asks for (64 MiB).
+pub const MAX_FRAME_LEN: usize = 64 << 20;
+
+/// The sending half of a channel.
+pub trait FrameSender: Send {
+    /// Sends one frame and pushes it to the peer (no frame is held back in a buffer).
+    fn send(&mut self, frame: &[u8]) -> Result<()>;
+
+    /// Ends this direction: the peer's next receive reports [`Error::PeerClosed`] once it has
+    /// read what was sent before. Later sends fail. Used to unblock a peer after a local error.
+    fn close(&mut self);
+}
+
+/// The receiving half of a channel.
+pub trait FrameReceiver: Send {
+    /// Receives one frame. `what` names the expected message for error reports; a frame longer
+    /// than `max_len` (or [`MAX_FRAME_LEN`]) is rejected without being read.
+    fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>>;
+}
+
+/// A bidirectional framed channel.
+pub trait Channel: FrameSender + FrameReceiver {
+    /// Borrows the two directions separately, so that one thread can receive while another sends.
+    fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>);
+}
+
+impl<T: FrameSender + ?Sized> FrameSender for &mut T {
+    fn send(&mut self, frame: &[u8]) -> Result<()> {
+        (**self).send(frame)
+    }
+
+    fn close(&mut self) {
+        (**self).close();
+    }
+}
+
+impl<T: FrameReceiver + ?Sized> FrameReceiver for &mut T {
+    fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
+        (**self).recv(what, max_len)
+    }
+}
+
+impl<T: FrameSender + ?Sized> FrameSender for Box<T> {
+    fn send(&mut self, frame: &[u8]) -> Result<()> {
+        (**self).send(frame)
+    }
+
+    fn close(&mut self) {
+        (**self).close();
+    }
+}
+
+impl<T: FrameReceiver + ?Sized> FrameReceiver for Box<T> {
+    fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
+        (**self).recv(what, max_len)
+    }
+}
+
+impl<T: Channel + ?Sized> Channel for &mut T {
+    fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
+        (**self).split()
+    }
+}
+
+impl<T: Channel + ?Sized> Channel for Box<T> {
+    fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
+        (**self).split()
+    }
+}
+
+/// Checks an announced frame length against the message's bound and [`MAX_FRAME_LEN`].
+pub fn check_frame_len(what: &'static str, len: u64, max_len: usize) -> Result<usize> {
+    let max = max_len.min(MAX_FRAME_LEN);
+    if len > max as u64 {
+        return Err(Error::FrameTooLong {
+            message: what,
+            len,
+            max: max as u64,
+        });
+    }
+    // `len <= max <= MAX_FRAME_LEN`, so it fits a usize.
+    Ok(len as usize)
+}
+
+/// Sends a control message encoded with postcard.
+pub fn send_msg<T: Serialize>(ch: &mut (impl FrameSender + ?Sized), msg: &T) -> Result<()> {
+    let bytes = postcard::to_stdvec(msg).map_err(|e| Error::InvalidParam {
+        field: "message",
+        reason: format!("cannot encode: {e}"),
+    })?;
+    ch.send(&bytes)
+}
+
+/// Receives a postcard-encoded control message of at most `max_len` bytes. Trailing bytes after
+/// the message are an error, so a message cannot carry hidden extra data.
+pub fn recv_msg<T: DeserializeOwned>(
+    ch: &mut (impl FrameReceiver + ?Sized),
+    what: &'static str,
+    max_len: usize,
+) -> Result<T> {
+    let frame = ch.recv(what, max_len)?;
+    let (msg, rest) =
+        postcard::take_from_bytes(&frame).map_err(|e| Error::malformed(what, e.to_string()))?;
+    if !rest.is_empty() {
+        return Err(Error::malformed(
+            what,
+            format!("{} unexpected trailing bytes", rest.len()),
+        ));
+    }
+    Ok(msg)
+}
+
+/// Sends `count` fixed-width elements laid out in `data` as frames of at most `per_frame`
+/// elements each.
+pub fn send_elements(
+    ch: &mut (impl FrameSender + ?Sized),
+    data: &[u8],
+    elem_len: usize,
+    per_frame: usize,
+) -> Result<()> {
+    let step = elem_len.saturating_mul(per_frame.max(1)).max(1);
+    for frame in data.chunks(step) {
+        ch.send(frame)?;
+    }
+    Ok(())
+}
+
+/// Reads a stream of fixed-width elements whose total count was agreed in the handshake.
+///
+/// Each frame must hold a whole, non-zero number of elements and never more than remain; the
+/// reader therefore allocates at most what the agreed count allows, and only as data arrives.
+#[derive(Debug)]
+pub struct BulkReader {
+    what: &'static str,
+    elem_len: usize,
+    remaining: u64,
+}
+
+impl BulkReader {
+    /// Expects `count` elements of `elem_len` bytes each, as message `what`.
+    pub fn new(what: &'static str, elem_len: usize, count: u64) -> Self {
+        BulkReader {
+            what,
+            elem_len: elem_len.max(1),
+            remaining: count,
+        }
+    }
+
+    /// Elements still expected.
+    pub fn remaining(&self) -> u64 {
+        self.remaining
+    }
+
+    /// Receives the next frame of elements, or `None` once all expected elements have arrived.
+    pub fn next_frame(
+        &mut self,
+        ch: &mut (impl FrameReceiver + ?Sized),
+    ) -> Result<Option<Vec<u8>>> {
+        if self.remaining == 0 {
+            return Ok(None);
+        }
+        let max_elems = (MAX_FRAME_LEN / self.elem_len) as u64;
+        let max_len = self.remaining.min(max_elems) as usize * self.elem_len;
+        let frame = ch.recv(self.what, max_len)?;
+        if frame.is_empty() || frame.len() % self.elem_len != 0 {
+            return Err(Error::malformed(
+                self.what,
+                format!(
+                    "a frame of {} bytes is not a whole number of {}-byte elements",
+                    frame.len(),
+                    self.elem_len
+                ),
+            ));
+        }
+        self.remaining -= (frame.len() / self.elem_len) as u64;
+        Ok(Some(frame))
+    }
+}

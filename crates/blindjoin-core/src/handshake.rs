@@ -1,0 +1,298 @@
+//! The session handshake every protocol run starts with.
+//!
+//! Both parties send one `Hello` at once (one flight each) and then compare:
+//!
+//! ```text
+//! frame = "BLINDJN\x01" ‖ wire_version (u16 LE) ‖ postcard(Hello)
+//! Hello = { protocol, role, set_size, kappa, lambda, params: [(name, value)], nonce: 32 bytes }
+//! ```
+//!
+//! The run continues only if the wire versions, protocol ids, κ, λ and every protocol
+//! parameter agree, and the roles are complementary; otherwise both sides end with
+//! [`Error::ParamMismatch`] naming the field and both values (the comparison is symmetric, so
+//! both report the same field). The peer's set size must lie within the caller's bound (and equal
+//! the expected size if one was given): every later length is checked against it.
+//!
+//! The session id is `SHA-256(len-prefixed "blindjoin/session/v1" ‖ receiver's frame ‖ sender's
+//! frame)`: it binds both nonces and everything negotiated, and is mixed into the domain of every
+//! hash a protocol computes afterwards ([`Session::hasher`]), so values from one session are
+//! worthless in another.
+
+use crate::channel::{Channel, FrameReceiver, FrameSender};
+use crate::item::{domain_hasher, update_prefixed};
+use crate::{Error, Result};
+use rand::{CryptoRng, RngCore};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Magic bytes at the start of the hello frame.
+pub const MAGIC: &[u8; 8] = b"BLINDJN\x01";
+
+/// Version of the wire format; a change of any message's encoding bumps it.
+pub const WIRE_VERSION: u16 = 1;
+
+const MAX_HELLO_LEN: usize = 8 << 10;
+
+/// Which side of the protocol a party plays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// Learns the intersection (P2 in the papers).
+    Receiver,
+    /// Learns only the receiver's set size.
+    Sender,
+}
+
+impl Role {
+    /// The other role.
+    pub fn peer(self) -> Role {
+        match self {
+            Role::Receiver => Role::Sender,
+            Role::Sender => Role::Receiver,
+        }
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Role::Receiver => "receiver",
+            Role::Sender => "sender",
+        })
+    }
+}
+
+/// What this party brings to the handshake.
+#[derive(Clone, Debug)]
+pub struct SessionConfig {
+    /// Protocol id (e.g. `"ecdh"`).
+    pub protocol: String,
+    /// Our role.
+    pub role: Role,
+    /// Number of (distinct) items we hold.
+    pub set_size: u64,
+    /// Computational security parameter κ in bits.
+    pub kappa: u32,
+    /// Statistical security parameter λ in bits.
+    pub lambda: u32,
+    /// The protocol's own parameters, by name; both sides must hold the same.
+    pub params: Vec<(String, String)>,
+    /// The largest set the peer may announce; bounds every allocation driven by the peer.
+    pub max_peer_set_size: u64,
+    /// If given, the peer must announce exactly this set size.
+    pub expected_peer_set_size: Option<u64>,
+}
+
+impl SessionConfig {
+    /// A configuration with κ = 128, λ = 40, no protocol parameters and a peer-size bound of 2³².
+    pub fn new(protocol: &str, role: Role, set_size: u64) -> Self {
+        SessionConfig {
+            protocol: protocol.to_owned(),
+            role,
+            set_size,
+            kappa: 128,
+            lambda: 40,
+            params: Vec::new(),
+            max_peer_set_size: 1 << 32,
+            expected_peer_set_size: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Hello {
+    protocol: String,
+    role: Role,
+    set_size: u64,
+    kappa: u32,
+    lambda: u32,
+    params: Vec<(String, String)>,
+    nonce: [u8; 32],
+}
+
+/// The outcome of a successful handshake.
+#[derive(Clone, Debug)]
+pub struct Session {
+    /// The session id (see the module doc).
+    pub id: [u8; 32],
+    /// Our role.
+    pub role: Role,
+    /// The receiver's set size.
+    pub receiver_size: u64,
+    /// The sender's set size.
+    pub sender_size: u64,
+    /// κ in bits.
+    pub kappa: u32,
+    /// λ in bits.
+    pub lambda: u32,
+}
+
+impl Session {
+    /// The peer's set size.
+    pub fn peer_size(&self) -> u64 {
+        match self.role {
+            Role::Receiver => self.sender_size,
+            Role::Sender => self.receiver_size,
+        }
+    }
+
+    /// A SHA-256 state bound to this session and to `label`; feed it length-prefixed data
+    /// ([`update_prefixed`]).
+    pub fn hasher(&self, label: &str) -> Sha256 {
+        let mut h = domain_hasher(label.as_bytes());
+        update_prefixed(&mut h, &self.id);
+        h
+    }
+}
+
+fn encode(hello: &Hello) -> Result<Vec<u8>> {
+    let mut frame = MAGIC.to_vec();
+    frame.extend_from_slice(&WIRE_VERSION.to_le_bytes());
+    let body = postcard::to_stdvec(hello).map_err(|e| Error::InvalidParam {
+        field: "params",
+        reason: format!("cannot encode the hello message: {e}"),
+    })?;
+    frame.extend_from_slice(&body);
+    Ok(frame)
+}
+
+fn decode(frame: &[u8]) -> Result<Hello> {
+    const WHAT: &str = "hello message";
+    let head = MAGIC.len();
+    if frame.len() < head + 2 || &frame[..head] != MAGIC {
+        return Err(Error::malformed(
+            WHAT,
+            "the peer is not a blindjoin endpoint",
+        ));
+    }
+    let version = u16::from_le_bytes([frame[head], frame[head + 1]]);
+    if version != WIRE_VERSION {
+        return Err(mismatch("wire_version", WIRE_VERSION, version));
+    }
+    let (hello, rest) = postcard::take_from_bytes::<Hello>(&frame[head + 2..])
+        .map_err(|e| Error::malformed(WHAT, e.to_string()))?;
+    if !rest.is_empty() {
+        return Err(Error::malformed(WHAT, "trailing bytes"));
+    }
+    Ok(hello)
+}
+
+fn mismatch(field: &str, ours: impl fmt::Display, peer: impl fmt::Display) -> Error {
+    Error::ParamMismatch {
+        field: field.to_owned(),
+        ours: ours.to_string(),
+        peer: peer.to_string(),
+    }
+}
+
+fn compare(cfg: &SessionConfig, ours: &Hello, peer: &Hello) -> Result<()> {
+    if ours.protocol != peer.protocol {
+        return Err(mismatch("protocol", &ours.protocol, &peer.protocol));
+    }
+    if ours.role == peer.role {
+        return Err(mismatch(
+            "role",
+            ours.role,
+            format!(
+                "{} (one side must be the receiver, the other the sender)",
+                peer.role
+            ),
+        ));
+    }
+    if ours.kappa != peer.kappa {
+        return Err(mismatch("kappa", ours.kappa, peer.kappa));
+    }
+    if ours.lambda != peer.lambda {
+        return Err(mismatch("lambda", ours.lambda, peer.lambda));
+    }
+    let a: BTreeMap<&str, &str> = ours
+        .params
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let b: BTreeMap<&str, &str> = peer
+        .params
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    if a.len() != ours.params.len() || b.len() != peer.params.len() {
+        return Err(Error::malformed(
+            "hello message",
+            "a parameter is named twice",
+        ));
+    }
+    for name in a.keys().chain(b.keys()) {
+        let (x, y) = (a.get(name), b.get(name));
+        if x != y {
+            let show = |v: Option<&&str>| v.map_or("<absent>".to_owned(), |s| (*s).to_owned());
+            return Err(mismatch(name, show(x), show(y)));
+        }
+    }
+    let peer_role = peer.role.to_string();
+    if peer.set_size > cfg.max_peer_set_size {
+        return Err(mismatch(
+            &format!("{peer_role} set size"),
+            format!("at most {}", cfg.max_peer_set_size),
+            peer.set_size,
+        ));
+    }
+    if let Some(expected) = cfg.expected_peer_set_size {
+        if peer.set_size != expected {
+            return Err(mismatch(
+                &format!("{peer_role} set size"),
+                expected,
+                peer.set_size,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runs the handshake on `ch` (see the module doc).
+pub fn handshake<C: Channel + ?Sized>(
+    ch: &mut C,
+    cfg: &SessionConfig,
+    rng: &mut (impl CryptoRng + RngCore),
+) -> Result<Session> {
+    let mut nonce = [0u8; 32];
+    rng.fill_bytes(&mut nonce);
+    let ours = Hello {
+        protocol: cfg.protocol.clone(),
+        role: cfg.role,
+        set_size: cfg.set_size,
+        kappa: cfg.kappa,
+        lambda: cfg.lambda,
+        params: cfg.params.clone(),
+        nonce,
+    };
+    let our_frame = encode(&ours)?;
+    if our_frame.len() > MAX_HELLO_LEN {
+        return Err(Error::InvalidParam {
+            field: "params",
+            reason: "the hello message is too long".into(),
+        });
+    }
+    FrameSender::send(ch, &our_frame)?;
+    let peer_frame = FrameReceiver::recv(ch, "hello message", MAX_HELLO_LEN)?;
+    let peer = decode(&peer_frame)?;
+    compare(cfg, &ours, &peer)?;
+
+    let (recv_frame, send_frame, recv_hello, send_hello) = match cfg.role {
+        Role::Receiver => (&our_frame, &peer_frame, &ours, &peer),
+        Role::Sender => (&peer_frame, &our_frame, &peer, &ours),
+    };
+    let mut h = domain_hasher(b"blindjoin/session/v1");
+    update_prefixed(&mut h, recv_frame);
+    update_prefixed(&mut h, send_frame);
+    let mut id = [0u8; 32];
+    id.copy_from_slice(&h.finalize());
+    Ok(Session {
+        id,
+        role: cfg.role,
+        receiver_size: recv_hello.set_size,
+        sender_size: send_hello.set_size,
+        kappa: cfg.kappa,
+        lambda: cfg.lambda,
+    })
+}

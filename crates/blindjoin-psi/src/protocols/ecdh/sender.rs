@@ -1,0 +1,81 @@
+//! The sender's side of `ecdh` (see the module doc for the message flow).
+
+use super::{GroupHash, HalfKey, NAME, POINT_LEN, blind_items, params, reblind_frame, tags_of};
+use crate::params::tag_bytes;
+use crate::protocols::common::{
+    CHUNK, check_tag_len, forward_bulk, pipelined, queue_closed, validate_security,
+};
+use crate::{Phases, RunOptions, SenderOutput};
+use blindjoin_core::Result;
+use blindjoin_core::channel::{BulkReader, Channel};
+use blindjoin_core::handshake::{Role, handshake};
+use blindjoin_core::item::Item;
+use rand::seq::SliceRandom;
+use rand::{CryptoRng, RngCore};
+use std::sync::mpsc;
+use std::time::Instant;
+
+const PEER_POINTS: &str = "the receiver's blinded points";
+
+/// Runs the sender with `items` (distinct) on `ch`.
+pub fn send<C: Channel + ?Sized>(
+    ch: &mut C,
+    items: &[Item],
+    opts: &RunOptions,
+    rng: &mut (impl CryptoRng + RngCore),
+) -> Result<SenderOutput> {
+    validate_security(opts, NAME)?;
+    let start = Instant::now();
+    let mut phases = Phases::default();
+    let cfg = opts.session_config(NAME, Role::Sender, items.len(), params());
+    let session = handshake(ch, &cfg, rng)?;
+    let mut t = phases.lap("handshake", start);
+
+    let (n1, n2) = (session.receiver_size, items.len() as u64);
+    let tag_len = tag_bytes(session.lambda, n1, n2);
+    check_tag_len(tag_len)?;
+    let key = HalfKey::random(rng);
+    let hash = GroupHash::new(&session);
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.shuffle(rng);
+
+    let (queue_tx, queue_rx) = mpsc::channel();
+    pipelined(
+        ch,
+        move |rx, aborted| {
+            let mut reader = BulkReader::new(PEER_POINTS, POINT_LEN, n1);
+            forward_bulk(rx, &mut reader, &queue_tx, aborted)
+        },
+        |tx| {
+            // B_j = H(y_π(j))^b, streamed in random order.
+            let mut batch = Vec::with_capacity(CHUNK);
+            let mut buf = Vec::new();
+            for (done, chunk) in order.chunks(CHUNK).enumerate() {
+                batch.clear();
+                batch.extend(chunk.iter().map(|&i| items[i]));
+                buf.clear();
+                blind_items(&batch, &hash, &key, &mut buf);
+                tx.send(&buf)?;
+                opts.report("blind", (done * CHUNK + chunk.len()) as u64, n2);
+            }
+            t = phases.lap("blind", t);
+
+            // T(A_i^b) in the order the receiver sent A_i.
+            let mut done = 0u64;
+            let (mut points, mut tags) = (Vec::new(), Vec::new());
+            while done < n1 {
+                let frame = queue_rx.recv().map_err(|_| queue_closed(PEER_POINTS))?;
+                points.clear();
+                reblind_frame(&frame, done, PEER_POINTS, &key, &mut points)?;
+                tags.clear();
+                tags_of(&session, &points, tag_len, &mut tags);
+                tx.send(&tags)?;
+                done += (frame.len() / POINT_LEN) as u64;
+                opts.report("re-blind", done, n1);
+            }
+            phases.lap("re-blind", t);
+            Ok(())
+        },
+    )?;
+    Ok(SenderOutput { session, phases })
+}

@@ -1,0 +1,6 @@
+//! One module per protocol, named by its paper tag.
+
+pub mod ecdh;
+pub mod naive;
+
+pub(crate) mod common;

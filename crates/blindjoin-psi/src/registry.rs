@@ -1,0 +1,114 @@
+//! The protocol registry: every protocol the CLI and the benchmarks can run.
+
+use crate::protocols::{ecdh, naive};
+use crate::{ReceiverOutput, RunOptions, SenderOutput};
+use blindjoin_core::channel::Channel;
+use blindjoin_core::item::Item;
+use blindjoin_core::{Error, Result};
+use rand::{CryptoRng, RngCore};
+use std::fmt;
+use std::str::FromStr;
+
+/// A protocol of the suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Protocol {
+    /// Hash-and-compare; insecure, a benchmark floor ([`naive`]).
+    Naive,
+    /// Diffie-Hellman PSI on Ristretto255, semi-honest ([`ecdh`]).
+    Ecdh,
+}
+
+impl Protocol {
+    /// Every protocol, in the order the CLI lists them.
+    pub const ALL: &'static [Protocol] = &[Protocol::Ecdh, Protocol::Naive];
+
+    /// The protocol id (also the name on the command line).
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Naive => naive::NAME,
+            Protocol::Ecdh => ecdh::NAME,
+        }
+    }
+
+    /// The security model in one line.
+    pub fn security(self) -> &'static str {
+        match self {
+            Protocol::Naive => {
+                "INSECURE: the receiver can test any guess against the sender's hashes (benchmark floor)"
+            }
+            Protocol::Ecdh => {
+                "semi-honest, DDH on Ristretto255 in the random-oracle model; the sender learns only the receiver's set size"
+            }
+        }
+    }
+
+    /// The paper and section the protocol follows.
+    pub fn reference(self) -> &'static str {
+        match self {
+            Protocol::Naive => "PSZ14 §1.1 (naive hashing)",
+            Protocol::Ecdh => "PSZ14 §3, Tab. 5-7 \"DH-based ECC\" (Meadows86, HFH99)",
+        }
+    }
+
+    /// Whether the protocol leaks the sender's set and must be asked for explicitly.
+    pub fn is_insecure(self) -> bool {
+        matches!(self, Protocol::Naive)
+    }
+
+    /// Runs the receiver.
+    pub fn receive<C: Channel + ?Sized>(
+        self,
+        ch: &mut C,
+        items: &[Item],
+        opts: &RunOptions,
+        rng: &mut (impl CryptoRng + RngCore),
+    ) -> Result<ReceiverOutput> {
+        match self {
+            Protocol::Naive => naive::receive(ch, items, opts, rng),
+            Protocol::Ecdh => ecdh::receive(ch, items, opts, rng),
+        }
+    }
+
+    /// Runs the sender.
+    pub fn send<C: Channel + ?Sized>(
+        self,
+        ch: &mut C,
+        items: &[Item],
+        opts: &RunOptions,
+        rng: &mut (impl CryptoRng + RngCore),
+    ) -> Result<SenderOutput> {
+        match self {
+            Protocol::Naive => naive::send(ch, items, opts, rng),
+            Protocol::Ecdh => ecdh::send(ch, items, opts, rng),
+        }
+    }
+}
+
+impl fmt::Display for Protocol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Protocol {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Protocol::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| Error::InvalidParam {
+                field: "protocol",
+                reason: format!(
+                    "unknown protocol `{s}`; known: {}",
+                    Protocol::ALL
+                        .iter()
+                        .map(|p| p.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            })
+    }
+}

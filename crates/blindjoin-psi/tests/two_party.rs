@@ -1,0 +1,330 @@
+//! Every protocol of the registry, both roles over an in-memory channel: exact intersection
+//! indices against a `HashSet` oracle on independently shuffled, balanced and unbalanced sets,
+//! and errors (never panics or hangs) for mismatched, tampered, truncated and vanishing peers.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use blindjoin_core::Error;
+use blindjoin_core::channel::Channel;
+use blindjoin_core::item::{Item, items_from_records};
+use blindjoin_psi::{Protocol, ReceiverOutput, RunOptions, SenderOutput};
+use blindjoin_testkit::{Attack, Tamper, oracle, rng, run_two_party, sets_with_overlap};
+
+fn run(
+    p: Protocol,
+    recv: &[Item],
+    send: &[Item],
+    ro: &RunOptions,
+    so: &RunOptions,
+) -> (
+    blindjoin_core::Result<ReceiverOutput>,
+    blindjoin_core::Result<SenderOutput>,
+) {
+    run_two_party(
+        |ch| p.receive(ch, recv, ro, &mut rng(1)),
+        |ch| p.send(ch, send, so, &mut rng(2)),
+    )
+}
+
+fn check_exact(p: Protocol, n_recv: usize, n_send: usize, overlap: usize, seed: u64) {
+    let (r, s) = sets_with_overlap(n_recv, n_send, overlap, seed);
+    let expected = oracle(&r, &s);
+    assert_eq!(expected.len(), overlap);
+    let (ri, si) = (items_from_records(&r), items_from_records(&s));
+    let opts = RunOptions::default();
+    let (ro, so) = run(p, &ri, &si, &opts, &opts);
+    let ro = ro.unwrap_or_else(|e| panic!("{p} receiver {n_recv}x{n_send}: {e}"));
+    let so = so.unwrap_or_else(|e| panic!("{p} sender {n_recv}x{n_send}: {e}"));
+    assert_eq!(
+        ro.indices, expected,
+        "{p} {n_recv}x{n_send} overlap {overlap}"
+    );
+    assert_eq!(ro.session.id, so.session.id);
+    assert_eq!(so.session.receiver_size, n_recv as u64);
+    assert_eq!(ro.session.sender_size, n_send as u64);
+}
+
+fn exact_suite(p: Protocol) {
+    let cases = [
+        (0, 0, 0),
+        (0, 5, 0),
+        (5, 0, 0),
+        (1, 1, 1),
+        (1, 1, 0),
+        (2, 2, 1),
+        (2, 2, 2),
+        (10, 10, 3),
+        (10, 10, 10),
+        (1025, 1025, 500),
+        (1025, 1025, 0),
+        (10, 1000, 7),
+        (1000, 10, 7),
+        // Several bulk frames (2^14 elements each) with a partial last one.
+        (40_000, 20_001, 12_345),
+    ];
+    for (i, (a, b, k)) in cases.into_iter().enumerate() {
+        check_exact(p, a, b, k, 100 + i as u64);
+    }
+}
+
+#[test]
+fn ecdh_exact_indices() {
+    exact_suite(Protocol::Ecdh);
+}
+
+#[test]
+fn naive_exact_indices() {
+    exact_suite(Protocol::Naive);
+}
+
+fn small_sets() -> (Vec<Item>, Vec<Item>, Vec<usize>) {
+    let (r, s) = sets_with_overlap(50, 60, 20, 7);
+    let expected = oracle(&r, &s);
+    (items_from_records(&r), items_from_records(&s), expected)
+}
+
+fn field_of(e: &Error) -> Option<&str> {
+    match e {
+        Error::ParamMismatch { field, .. } => Some(field),
+        _ => None,
+    }
+}
+
+#[test]
+fn protocol_mismatch_names_the_field_on_both_sides() {
+    let (r, s, _) = small_sets();
+    let o = RunOptions::default();
+    let (ro, so) = run_two_party(
+        |ch| Protocol::Ecdh.receive(ch, &r, &o, &mut rng(1)),
+        |ch| Protocol::Naive.send(ch, &s, &o, &mut rng(2)),
+    );
+    let (re, se) = (ro.unwrap_err(), so.unwrap_err());
+    assert_eq!(field_of(&re), Some("protocol"), "{re}");
+    assert_eq!(field_of(&se), Some("protocol"), "{se}");
+    assert!(
+        re.to_string().contains("ecdh") && re.to_string().contains("naive"),
+        "{re}"
+    );
+}
+
+#[test]
+fn lambda_mismatch_and_size_expectations_are_refused() {
+    for p in Protocol::ALL.iter().copied() {
+        let (r, s, _) = small_sets();
+        let o = RunOptions::default();
+        let lam = RunOptions {
+            lambda: 41,
+            ..RunOptions::default()
+        };
+        let (ro, so) = run(p, &r, &s, &o, &lam);
+        assert_eq!(field_of(&ro.unwrap_err()), Some("lambda"));
+        assert_eq!(field_of(&so.unwrap_err()), Some("lambda"));
+
+        // The receiver expected 61 sender items; the sender has 60.
+        let expect = RunOptions {
+            expected_peer_set_size: Some(61),
+            ..RunOptions::default()
+        };
+        let (ro, so) = run(p, &r, &s, &expect, &o);
+        let e = ro.unwrap_err();
+        assert_eq!(field_of(&e), Some("sender set size"), "{e}");
+        assert!(
+            e.to_string().contains("61") && e.to_string().contains("60"),
+            "{e}"
+        );
+        assert!(so.is_err());
+
+        // A sender claiming more than the receiver admits.
+        let bound = RunOptions {
+            max_peer_set_size: 59,
+            ..RunOptions::default()
+        };
+        let (ro, _) = run(p, &r, &s, &bound, &o);
+        assert_eq!(field_of(&ro.unwrap_err()), Some("sender set size"));
+    }
+}
+
+#[test]
+fn both_receivers_is_a_role_mismatch() {
+    let (r, s, _) = small_sets();
+    let o = RunOptions::default();
+    let (a, b) = run_two_party(
+        |ch| Protocol::Ecdh.receive(ch, &r, &o, &mut rng(1)),
+        |ch| Protocol::Ecdh.receive(ch, &s, &o, &mut rng(2)),
+    );
+    assert_eq!(field_of(&a.unwrap_err()), Some("role"));
+    assert_eq!(field_of(&b.unwrap_err()), Some("role"));
+}
+
+#[test]
+fn lowered_or_unsupported_security_is_refused_before_connecting() {
+    let (r, _, _) = small_sets();
+    for (kappa, lambda, field) in [(80, 40, "kappa"), (128, 0, "lambda"), (128, 81, "lambda")] {
+        let o = RunOptions {
+            kappa,
+            lambda,
+            ..RunOptions::default()
+        };
+        let (mut ch, _peer) =
+            blindjoin_core::channel::memory::memory_pair(std::time::Duration::from_secs(1));
+        let e = Protocol::Ecdh
+            .receive(&mut ch, &r, &o, &mut rng(1))
+            .unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidParam { field: f, .. } if f == field),
+            "{e}"
+        );
+    }
+}
+
+/// Runs `p` with the sender's `frame`-th frame attacked; returns (receiver result, sender result).
+fn attack_sender(
+    p: Protocol,
+    frame: usize,
+    attack: Attack,
+) -> (
+    blindjoin_core::Result<ReceiverOutput>,
+    blindjoin_core::Result<SenderOutput>,
+    Vec<usize>,
+) {
+    let (r, s, expected) = small_sets();
+    let o = RunOptions::default();
+    let (ro, so) = run_two_party(
+        |ch| p.receive(ch, &r, &o, &mut rng(1)),
+        |ch| {
+            let mut t = Tamper::new(ch, frame, attack);
+            p.send(&mut t, &s, &o, &mut rng(2))
+        },
+    );
+    (ro, so, expected)
+}
+
+/// Same with the receiver's frame attacked.
+fn attack_receiver(
+    p: Protocol,
+    frame: usize,
+    attack: Attack,
+) -> (
+    blindjoin_core::Result<ReceiverOutput>,
+    blindjoin_core::Result<SenderOutput>,
+) {
+    let (r, s, _) = small_sets();
+    let o = RunOptions::default();
+    run_two_party(
+        |ch| {
+            let mut t = Tamper::new(ch, frame, attack);
+            p.receive(&mut t, &r, &o, &mut rng(1))
+        },
+        |ch| p.send(ch, &s, &o, &mut rng(2)),
+    )
+}
+
+fn assert_malformed(e: &Error) {
+    assert!(
+        matches!(e, Error::Malformed { .. } | Error::FrameTooLong { .. }),
+        "expected a malformed-message error, got: {e}"
+    );
+}
+
+#[test]
+fn garbage_hello_is_refused() {
+    for p in Protocol::ALL.iter().copied() {
+        let (ro, _, _) = attack_sender(p, 0, Attack::Replace(b"GET / HTTP/1.1\r\n".to_vec()));
+        let e = ro.unwrap_err();
+        assert!(e.to_string().contains("not a blindjoin endpoint"), "{e}");
+        let (ro, _, _) = attack_sender(p, 0, Attack::Truncate(12));
+        assert_malformed(&ro.unwrap_err());
+        let (ro, _, _) = attack_sender(p, 0, Attack::Extend(vec![0; 3]));
+        assert_malformed(&ro.unwrap_err());
+        // The wire version sits right after the 8 magic bytes.
+        let (ro, _, _) = attack_sender(p, 0, Attack::FlipBit(8));
+        assert_eq!(field_of(&ro.unwrap_err()), Some("wire_version"));
+    }
+}
+
+#[test]
+fn ecdh_invalid_point_from_sender_is_malformed() {
+    // Frame 1 is the sender's first frame of blinded points; flipping bit 0 of a Ristretto
+    // encoding makes it non-canonical ("negative"), which must not decode.
+    let (ro, _, _) = attack_sender(Protocol::Ecdh, 1, Attack::FlipBit(32 * 5));
+    let e = ro.unwrap_err();
+    assert_malformed(&e);
+    assert!(e.to_string().contains("element 5"), "{e}");
+}
+
+#[test]
+fn ecdh_invalid_point_from_receiver_is_malformed() {
+    let (_, so) = attack_receiver(Protocol::Ecdh, 1, Attack::FlipBit(0));
+    let e = so.unwrap_err();
+    assert_malformed(&e);
+    assert!(e.to_string().contains("element 0"), "{e}");
+}
+
+#[test]
+fn truncated_and_overlong_bulk_frames_are_refused() {
+    for p in Protocol::ALL.iter().copied() {
+        // Half an element.
+        let (ro, _, _) = attack_sender(p, 1, Attack::Truncate(5));
+        assert_malformed(&ro.unwrap_err());
+        // More elements than the handshake announced.
+        let (ro, _, _) = attack_sender(p, 1, Attack::Extend(vec![0; 32 * 100]));
+        assert_malformed(&ro.unwrap_err());
+    }
+    // The tags frame of ecdh (sender's frame 2): 7-byte tags (40 + ⌈log2(50·60)⌉ = 52 bits),
+    // cut inside the sixth tag.
+    let (ro, _, _) = attack_sender(Protocol::Ecdh, 2, Attack::Truncate(7 * 5 + 3));
+    assert_malformed(&ro.unwrap_err());
+}
+
+#[test]
+fn tampered_tags_change_the_result_but_never_panic() {
+    // A semi-honest protocol cannot detect a wrong tag, but it must still finish cleanly.
+    let (ro, so, expected) = attack_sender(Protocol::Naive, 1, Attack::FlipBit(0));
+    so.unwrap();
+    let got = ro.unwrap().indices;
+    assert!(got.len() + 1 >= expected.len() && got.iter().all(|i| expected.contains(i)));
+}
+
+#[test]
+fn peer_hanging_up_mid_protocol_is_an_error_on_both_sides() {
+    for p in Protocol::ALL.iter().copied() {
+        let (ro, so, _) = attack_sender(p, 1, Attack::HangUp);
+        let e = ro.unwrap_err();
+        assert!(matches!(e, Error::PeerClosed { .. }), "{p}: {e}");
+        assert!(so.is_err());
+    }
+    let (ro, so) = attack_receiver(Protocol::Ecdh, 1, Attack::HangUp);
+    assert!(ro.is_err());
+    assert!(matches!(so.unwrap_err(), Error::PeerClosed { .. }));
+}
+
+#[test]
+fn metered_bytes_match_the_formula() {
+    use blindjoin_core::channel::metered::Metered;
+    // n1 = 300, n2 = 500: tags of 40 + ⌈log2(150000)⌉ = 58 bits = 8 bytes.
+    let (r, s) = sets_with_overlap(300, 500, 100, 9);
+    let (ri, si) = (items_from_records(&r), items_from_records(&s));
+    let o = RunOptions::default();
+    let (rt, st) = run_two_party(
+        |ch| {
+            let mut m = Metered::new(ch);
+            Protocol::Ecdh
+                .receive(&mut m, &ri, &o, &mut rng(1))
+                .unwrap();
+            m.traffic()
+        },
+        |ch| {
+            let mut m = Metered::new(ch);
+            Protocol::Ecdh.send(&mut m, &si, &o, &mut rng(2)).unwrap();
+            m.traffic()
+        },
+    );
+    assert_eq!(rt.bytes_sent, st.bytes_received);
+    assert_eq!(st.bytes_sent, rt.bytes_received);
+    let hello = rt.bytes_sent - (32 * 300 + 4);
+    // Receiver: hello + one frame of 300 points. Sender: hello + one frame of 500 points + one
+    // frame of 300 tags; both hellos have the same length.
+    assert_eq!(st.bytes_sent, hello + (32 * 500 + 4) + (8 * 300 + 4));
+    assert!(hello < 200, "hello is {hello} bytes");
+}
+
+fn _assert_channel_object_safe(_: &mut dyn Channel) {}
