@@ -21,7 +21,7 @@
 use crate::channel::{Channel, FrameReceiver, FrameSender};
 use crate::item::{domain_hasher, update_prefixed};
 use crate::{Error, Result};
-use rand::{CryptoRng, RngCore};
+use rand::CryptoRng;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -237,14 +237,14 @@ fn compare(cfg: &SessionConfig, ours: &Hello, peer: &Hello) -> Result<()> {
             peer.set_size,
         ));
     }
-    if let Some(expected) = cfg.expected_peer_set_size {
-        if peer.set_size != expected {
-            return Err(mismatch(
-                &format!("{peer_role} set size"),
-                expected,
-                peer.set_size,
-            ));
-        }
+    if let Some(expected) = cfg.expected_peer_set_size
+        && peer.set_size != expected
+    {
+        return Err(mismatch(
+            &format!("{peer_role} set size"),
+            expected,
+            peer.set_size,
+        ));
     }
     Ok(())
 }
@@ -253,7 +253,7 @@ fn compare(cfg: &SessionConfig, ours: &Hello, peer: &Hello) -> Result<()> {
 pub fn handshake<C: Channel + ?Sized>(
     ch: &mut C,
     cfg: &SessionConfig,
-    rng: &mut (impl CryptoRng + RngCore),
+    rng: &mut impl CryptoRng,
 ) -> Result<Session> {
     let mut nonce = [0u8; 32];
     rng.fill_bytes(&mut nonce);

@@ -5,7 +5,7 @@ use crate::{ReceiverOutput, RunOptions, SenderOutput};
 use blindjoin_core::channel::Channel;
 use blindjoin_core::item::Item;
 use blindjoin_core::{Error, Result};
-use rand::{CryptoRng, RngCore};
+use rand::CryptoRng;
 use std::fmt;
 use std::str::FromStr;
 
@@ -62,7 +62,7 @@ impl Protocol {
         ch: &mut C,
         items: &[Item],
         opts: &RunOptions,
-        rng: &mut (impl CryptoRng + RngCore),
+        rng: &mut impl CryptoRng,
     ) -> Result<ReceiverOutput> {
         match self {
             Protocol::Naive => naive::receive(ch, items, opts, rng),
@@ -76,7 +76,7 @@ impl Protocol {
         ch: &mut C,
         items: &[Item],
         opts: &RunOptions,
-        rng: &mut (impl CryptoRng + RngCore),
+        rng: &mut impl CryptoRng,
     ) -> Result<SenderOutput> {
         match self {
             Protocol::Naive => naive::send(ch, items, opts, rng),

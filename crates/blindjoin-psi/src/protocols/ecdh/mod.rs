@@ -53,7 +53,7 @@ use blindjoin_core::item::{Item, update_prefixed};
 use blindjoin_core::{Error, Result};
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
-use rand::{CryptoRng, RngCore};
+use rand::CryptoRng;
 use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroize;
@@ -77,7 +77,7 @@ pub(crate) fn params() -> Vec<(String, String)> {
 pub(crate) struct HalfKey(Scalar);
 
 impl HalfKey {
-    pub(crate) fn random(rng: &mut (impl CryptoRng + RngCore)) -> Self {
+    pub(crate) fn random(rng: &mut impl CryptoRng) -> Self {
         loop {
             let mut wide = [0u8; 64];
             rng.fill_bytes(&mut wide);

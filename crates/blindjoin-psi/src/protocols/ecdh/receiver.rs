@@ -11,7 +11,7 @@ use blindjoin_core::Result;
 use blindjoin_core::channel::{BulkReader, Channel};
 use blindjoin_core::handshake::{Role, handshake};
 use blindjoin_core::item::Item;
-use rand::{CryptoRng, RngCore};
+use rand::CryptoRng;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -26,7 +26,7 @@ pub fn receive<C: Channel + ?Sized>(
     ch: &mut C,
     items: &[Item],
     opts: &RunOptions,
-    rng: &mut (impl CryptoRng + RngCore),
+    rng: &mut impl CryptoRng,
 ) -> Result<ReceiverOutput> {
     validate_security(opts, NAME)?;
     let start = Instant::now();

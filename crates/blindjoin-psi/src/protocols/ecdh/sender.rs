@@ -10,8 +10,8 @@ use blindjoin_core::Result;
 use blindjoin_core::channel::{BulkReader, Channel};
 use blindjoin_core::handshake::{Role, handshake};
 use blindjoin_core::item::Item;
+use rand::CryptoRng;
 use rand::seq::SliceRandom;
-use rand::{CryptoRng, RngCore};
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -22,7 +22,7 @@ pub fn send<C: Channel + ?Sized>(
     ch: &mut C,
     items: &[Item],
     opts: &RunOptions,
-    rng: &mut (impl CryptoRng + RngCore),
+    rng: &mut impl CryptoRng,
 ) -> Result<SenderOutput> {
     validate_security(opts, NAME)?;
     let start = Instant::now();

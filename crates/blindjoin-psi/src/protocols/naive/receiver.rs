@@ -8,7 +8,7 @@ use blindjoin_core::Result;
 use blindjoin_core::channel::{BulkReader, Channel};
 use blindjoin_core::handshake::{Role, handshake};
 use blindjoin_core::item::Item;
-use rand::{CryptoRng, RngCore};
+use rand::CryptoRng;
 use std::collections::HashSet;
 use std::time::Instant;
 
@@ -17,7 +17,7 @@ pub fn receive<C: Channel + ?Sized>(
     ch: &mut C,
     items: &[Item],
     opts: &RunOptions,
-    rng: &mut (impl CryptoRng + RngCore),
+    rng: &mut impl CryptoRng,
 ) -> Result<ReceiverOutput> {
     validate_security(opts, NAME)?;
     let start = Instant::now();

@@ -8,8 +8,8 @@ use blindjoin_core::Result;
 use blindjoin_core::channel::{Channel, send_elements};
 use blindjoin_core::handshake::{Role, handshake};
 use blindjoin_core::item::Item;
+use rand::CryptoRng;
 use rand::seq::SliceRandom;
-use rand::{CryptoRng, RngCore};
 use std::time::Instant;
 
 /// Runs the sender with `items` (distinct) on `ch`. Insecure (see the module doc).
@@ -17,7 +17,7 @@ pub fn send<C: Channel + ?Sized>(
     ch: &mut C,
     items: &[Item],
     opts: &RunOptions,
-    rng: &mut (impl CryptoRng + RngCore),
+    rng: &mut impl CryptoRng,
 ) -> Result<SenderOutput> {
     validate_security(opts, NAME)?;
     let start = Instant::now();
