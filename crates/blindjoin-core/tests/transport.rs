@@ -1,0 +1,264 @@
+//! Channels and the handshake: frames round-trip; bad lengths, closed peers, timeouts and every
+//! kind of parameter mismatch end in the right error, on both sides where both can see it.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use blindjoin_core::Error;
+use blindjoin_core::channel::tcp::TcpChannel;
+use blindjoin_core::channel::{BulkReader, FrameReceiver, FrameSender, recv_msg, send_msg};
+use blindjoin_core::handshake::{Role, Session, SessionConfig, handshake};
+use blindjoin_testkit::{rng, run_two_party};
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::time::Duration;
+
+fn tcp_pair(timeout: Duration) -> (TcpChannel, TcpStream) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let raw = TcpStream::connect(addr).unwrap();
+    let ch = TcpChannel::accept(&l, Duration::from_secs(5), timeout).unwrap();
+    (ch, raw)
+}
+
+#[test]
+fn tcp_frames_round_trip_in_order() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        let mut c =
+            TcpChannel::connect(&addr, Duration::from_secs(5), Duration::from_secs(5)).unwrap();
+        for len in [0usize, 1, 1000, 1 << 20] {
+            c.send(&vec![len as u8; len]).unwrap();
+        }
+        c.recv("ack", 3).unwrap()
+    });
+    let mut s = TcpChannel::accept(&l, Duration::from_secs(5), Duration::from_secs(5)).unwrap();
+    for len in [0usize, 1, 1000, 1 << 20] {
+        assert_eq!(s.recv("frame", 1 << 20).unwrap(), vec![len as u8; len]);
+    }
+    s.send(b"ok!").unwrap();
+    assert_eq!(t.join().unwrap(), b"ok!");
+}
+
+#[test]
+fn tcp_overlong_announced_frame_is_refused_before_reading() {
+    let (mut ch, mut raw) = tcp_pair(Duration::from_secs(5));
+    // Announce 4 GiB - 1 and send nothing more: the receiver must not try to allocate or wait.
+    raw.write_all(&u32::MAX.to_le_bytes()).unwrap();
+    let e = ch.recv("points", 1000).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::FrameTooLong {
+                len: 4294967295,
+                max: 1000,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("points"));
+}
+
+#[test]
+fn tcp_peer_closing_mid_frame_is_peer_closed() {
+    let (mut ch, mut raw) = tcp_pair(Duration::from_secs(5));
+    raw.write_all(&100u32.to_le_bytes()).unwrap();
+    raw.write_all(&[7; 10]).unwrap();
+    drop(raw);
+    let e = ch.recv("tags", 1000).unwrap_err();
+    assert!(matches!(e, Error::PeerClosed { during: "tags" }), "{e}");
+}
+
+#[test]
+fn tcp_silent_peer_times_out() {
+    let (mut ch, _raw) = tcp_pair(Duration::from_millis(200));
+    let e = ch.recv("hello message", 1000).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Timeout {
+                during: "hello message",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn tcp_connection_refused_is_a_clear_error() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let e = TcpChannel::connect(
+        &format!("127.0.0.1:{port}"),
+        Duration::ZERO,
+        Duration::from_secs(1),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("cannot connect to 127.0.0.1"), "{e}");
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let e = TcpChannel::accept(&l, Duration::from_millis(100), Duration::from_secs(1)).unwrap_err();
+    assert!(matches!(e, Error::Timeout { .. }), "{e}");
+}
+
+#[test]
+fn bulk_reader_enforces_whole_elements_and_the_agreed_count() {
+    let (mut a, mut b) = blindjoin_core::channel::memory::memory_pair(Duration::from_secs(5));
+    a.send(&[1; 64]).unwrap();
+    a.send(&[2; 32]).unwrap();
+    let mut r = BulkReader::new("points", 32, 3);
+    assert_eq!(r.next_frame(&mut b).unwrap().unwrap().len(), 64);
+    assert_eq!(r.next_frame(&mut b).unwrap().unwrap().len(), 32);
+    assert!(r.next_frame(&mut b).unwrap().is_none());
+
+    a.send(&[1; 33]).unwrap();
+    let e = BulkReader::new("points", 32, 3)
+        .next_frame(&mut b)
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Malformed {
+                message: "points",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    a.send(&[1; 128]).unwrap();
+    let e = BulkReader::new("points", 32, 3)
+        .next_frame(&mut b)
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::FrameTooLong {
+                len: 128,
+                max: 96,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    a.send(&[]).unwrap();
+    let e = BulkReader::new("points", 32, 3)
+        .next_frame(&mut b)
+        .unwrap_err();
+    assert!(matches!(e, Error::Malformed { .. }), "{e}");
+}
+
+#[test]
+fn control_messages_reject_trailing_bytes() {
+    let (mut a, mut b) = blindjoin_core::channel::memory::memory_pair(Duration::from_secs(5));
+    send_msg(&mut a, &(7u32, 9u64)).unwrap();
+    assert_eq!(recv_msg::<(u32, u64)>(&mut b, "pair", 100).unwrap(), (7, 9));
+    a.send(&[7, 9, 0]).unwrap();
+    let e = recv_msg::<(u32, u64)>(&mut b, "pair", 100).unwrap_err();
+    assert!(e.to_string().contains("trailing"), "{e}");
+}
+
+fn cfg(role: Role, n: u64) -> SessionConfig {
+    let mut c = SessionConfig::new("ecdh", role, n);
+    c.params = vec![("group".into(), "ristretto255".into())];
+    c
+}
+
+fn pair(
+    r: SessionConfig,
+    s: SessionConfig,
+) -> (
+    blindjoin_core::Result<Session>,
+    blindjoin_core::Result<Session>,
+) {
+    run_two_party(
+        move |ch| handshake(ch, &r, &mut rng(1)),
+        move |ch| handshake(ch, &s, &mut rng(2)),
+    )
+}
+
+fn mismatch(e: Error) -> (String, String, String) {
+    match e {
+        Error::ParamMismatch { field, ours, peer } => (field, ours, peer),
+        other => panic!("expected a parameter mismatch, got {other}"),
+    }
+}
+
+#[test]
+fn matching_handshake_agrees_on_sizes_and_session_id() {
+    let (r, s) = pair(cfg(Role::Receiver, 10), cfg(Role::Sender, 20));
+    let (r, s) = (r.unwrap(), s.unwrap());
+    assert_eq!(r.id, s.id);
+    assert_eq!((r.receiver_size, r.sender_size), (10, 20));
+    assert_eq!((s.receiver_size, s.sender_size), (10, 20));
+    assert_eq!((r.peer_size(), s.peer_size()), (20, 10));
+    // Fresh nonces give a fresh session id.
+    let (r2, _) = run_two_party(
+        |ch| handshake(ch, &cfg(Role::Receiver, 10), &mut rng(3)),
+        |ch| handshake(ch, &cfg(Role::Sender, 20), &mut rng(2)),
+    );
+    assert_ne!(r2.unwrap().id, r.id);
+}
+
+#[test]
+fn every_field_mismatch_is_named_on_both_sides_with_both_values() {
+    type Edit = fn(&mut SessionConfig);
+    let cases: [(&str, Edit, &str, &str); 5] = [
+        ("protocol", |c| c.protocol = "naive".into(), "ecdh", "naive"),
+        ("kappa", |c| c.kappa = 256, "128", "256"),
+        ("lambda", |c| c.lambda = 60, "40", "60"),
+        (
+            "group",
+            |c| c.params[0].1 = "p256".into(),
+            "ristretto255",
+            "p256",
+        ),
+        (
+            "tag_bits",
+            |c| c.params.push(("tag_bits".into(), "72".into())),
+            "<absent>",
+            "72",
+        ),
+    ];
+    for (field, edit, base, changed) in cases {
+        let mut s = cfg(Role::Sender, 5);
+        edit(&mut s);
+        let (re, se) = pair(cfg(Role::Receiver, 5), s);
+        assert_eq!(
+            mismatch(re.unwrap_err()),
+            (field.into(), base.into(), changed.into())
+        );
+        assert_eq!(
+            mismatch(se.unwrap_err()),
+            (field.into(), changed.into(), base.into())
+        );
+    }
+}
+
+#[test]
+fn same_roles_and_unacceptable_sizes_are_refused() {
+    let (a, b) = pair(cfg(Role::Sender, 5), cfg(Role::Sender, 5));
+    assert_eq!(mismatch(a.unwrap_err()).0, "role");
+    assert_eq!(mismatch(b.unwrap_err()).0, "role");
+
+    let mut r = cfg(Role::Receiver, 5);
+    r.expected_peer_set_size = Some(6);
+    let (re, _) = pair(r, cfg(Role::Sender, 5));
+    assert_eq!(
+        mismatch(re.unwrap_err()),
+        ("sender set size".into(), "6".into(), "5".into())
+    );
+
+    let mut s = cfg(Role::Sender, 5);
+    s.max_peer_set_size = 1000;
+    let (_, se) = pair(cfg(Role::Receiver, 1001), s);
+    assert_eq!(
+        mismatch(se.unwrap_err()),
+        (
+            "receiver set size".into(),
+            "at most 1000".into(),
+            "1001".into()
+        )
+    );
+}
