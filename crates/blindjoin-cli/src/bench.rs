@@ -1,0 +1,388 @@
+//! `blindjoin bench`: a protocol at several sizes, both parties as two processes over loopback
+//! TCP, against the plaintext hash join of the same sets measured in the same run.
+//!
+//! Each repetition starts two fresh `blindjoin bench-party` processes (receiver listening on an
+//! ephemeral loopback port, sender connecting), each generating its set deterministically from
+//! the seed. A party measures its own wall time (handshake to result) and CPU time (user +
+//! system of its process over the same span, so set generation is excluded). The receiver's
+//! result is checked against the exact expected indices. Reported figures are medians over the
+//! repetitions.
+
+use crate::cli::parse_size;
+use crate::error::{CliError, CliResult};
+use crate::output::write_atomic;
+use crate::party::items_of;
+use crate::report::{peak_rss_bytes, process_cpu_seconds};
+use blindjoin_core::channel::metered::{Metered, Traffic};
+use blindjoin_core::channel::tcp::TcpChannel;
+use blindjoin_psi::{Protocol, RunOptions};
+use clap::Args;
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
+use rand_chacha::ChaCha20Rng;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `blindjoin bench` options.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// The protocol.
+    #[arg(long, short, default_value = "ecdh")]
+    protocol: Protocol,
+    /// Set sizes (both parties), e.g. 2^10,2^12,2^16.
+    #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "2^10,2^12,2^16")]
+    sizes: Vec<usize>,
+    /// The sender's set size, if it differs from the receiver's (same list length as --sizes).
+    #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+    sender_sizes: Option<Vec<usize>>,
+    /// Repetitions per size (medians are reported).
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Fraction of the smaller set that is in the intersection.
+    #[arg(long, default_value_t = 0.5)]
+    overlap: f64,
+    /// Seed of the generated sets.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write the results as JSON here.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write the results as a Markdown table here.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+}
+
+/// Hidden `bench-party` options: one party of a benchmark repetition.
+#[derive(Debug, Args)]
+pub struct PartyArgs {
+    #[arg(long)]
+    role: String,
+    #[arg(long)]
+    protocol: Protocol,
+    #[arg(long)]
+    n_recv: usize,
+    #[arg(long)]
+    n_send: usize,
+    #[arg(long)]
+    overlap: usize,
+    #[arg(long)]
+    seed: u64,
+    #[arg(long)]
+    connect: Option<String>,
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+}
+
+/// What one party process reports.
+#[derive(Debug, Serialize, Deserialize)]
+struct PartyResult {
+    wall_seconds: f64,
+    cpu_seconds: f64,
+    traffic: Traffic,
+    phases: Vec<(String, f64)>,
+    intersection: Option<Vec<usize>>,
+    peak_rss_bytes: u64,
+    threads: usize,
+}
+
+/// One row of the result table.
+#[derive(Debug, Serialize)]
+struct Row {
+    protocol: &'static str,
+    n_recv: usize,
+    n_send: usize,
+    threads: usize,
+    reps: usize,
+    wall_seconds: f64,
+    cpu_receiver_seconds: f64,
+    cpu_sender_seconds: f64,
+    cpu_sum_seconds: f64,
+    bytes_receiver_to_sender: u64,
+    bytes_sender_to_receiver: u64,
+    bytes_per_item: f64,
+    rounds: u64,
+    peak_rss_receiver_bytes: u64,
+    peak_rss_sender_bytes: u64,
+    plaintext_join_seconds: f64,
+    wall_over_plaintext: f64,
+}
+
+/// The benchmark's sets: distinct 16-character records, `overlap` shared, each side shuffled.
+fn bench_sets(n_recv: usize, n_send: usize, overlap: usize, seed: u64) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let record = |k: usize| format!("id{:014x}", (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 8).into_bytes();
+    let mut recv: Vec<Vec<u8>> = (0..n_recv).map(record).collect();
+    let first = n_recv - overlap;
+    let mut send: Vec<Vec<u8>> = (first..first + n_send).map(record).collect();
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    recv.shuffle(&mut rng);
+    send.shuffle(&mut rng);
+    (recv, send)
+}
+
+fn expected_indices(recv: &[Vec<u8>], send: &[Vec<u8>]) -> Vec<usize> {
+    let s: HashSet<&[u8]> = send.iter().map(Vec::as_slice).collect();
+    recv.iter()
+        .enumerate()
+        .filter(|(_, r)| s.contains(r.as_slice()))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// Runs one party (the hidden `bench-party` command) and prints its result as JSON.
+pub fn run_party(a: &PartyArgs) -> CliResult<()> {
+    let (recv, send) = bench_sets(a.n_recv, a.n_send, a.overlap, a.seed);
+    let timeout = Duration::from_secs(a.timeout);
+    let opts = RunOptions::default();
+    let mut rng = rand::rng();
+    let is_receiver = a.role == "receiver";
+    let items = items_of(if is_receiver { &recv } else { &send });
+    drop((recv, send));
+    let ch = if is_receiver {
+        let l = TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| blindjoin_core::Error::io("cannot listen on loopback", e))?;
+        let port = l
+            .local_addr()
+            .map_err(|e| blindjoin_core::Error::io("no local address", e))?
+            .port();
+        println!("PORT {port}");
+        TcpChannel::accept(&l, timeout, timeout)?
+    } else {
+        let addr = a
+            .connect
+            .as_deref()
+            .ok_or_else(|| CliError::Usage("the sender needs --connect".into()))?;
+        TcpChannel::connect(addr, timeout, timeout)?
+    };
+    let mut ch = Metered::new(ch);
+    let cpu0 = process_cpu_seconds();
+    let t0 = Instant::now();
+    let (phases, intersection) = if is_receiver {
+        let out = a.protocol.receive(&mut ch, &items, &opts, &mut rng)?;
+        (out.phases, Some(out.indices))
+    } else {
+        (a.protocol.send(&mut ch, &items, &opts, &mut rng)?.phases, None)
+    };
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = process_cpu_seconds() - cpu0;
+    let result = PartyResult {
+        wall_seconds: wall,
+        cpu_seconds: cpu,
+        traffic: ch.traffic(),
+        phases: phases.0.iter().map(|(n, s)| ((*n).to_owned(), *s)).collect(),
+        intersection,
+        peak_rss_bytes: peak_rss_bytes(),
+        threads: rayon::current_num_threads(),
+    };
+    let json = serde_json::to_string(&result)
+        .map_err(|e| CliError::Usage(format!("cannot encode the result: {e}")))?;
+    println!("RESULT {json}");
+    Ok(())
+}
+
+fn party_command(threads: usize) -> CliResult<Command> {
+    let exe = std::env::current_exe()
+        .map_err(|e| blindjoin_core::Error::io("cannot find the blindjoin executable", e))?;
+    let mut c = Command::new(exe);
+    c.arg("--threads").arg(threads.to_string()).arg("bench-party");
+    c.stdout(Stdio::piped()).stderr(Stdio::piped());
+    Ok(c)
+}
+
+fn read_result(mut child: std::process::Child, lines: &mut dyn Iterator<Item = String>, who: &str) -> CliResult<PartyResult> {
+    let mut result = None;
+    for line in lines {
+        if let Some(json) = line.strip_prefix("RESULT ") {
+            result = Some(
+                serde_json::from_str::<PartyResult>(json)
+                    .map_err(|e| CliError::Verification(format!("{who} printed a bad result: {e}")))?,
+            );
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| blindjoin_core::Error::io(format!("cannot wait for the {who}"), e))?;
+    let mut err = String::new();
+    if let Some(mut s) = child.stderr.take() {
+        let _ = s.read_to_string(&mut err);
+    }
+    match result {
+        Some(r) if status.success() => Ok(r),
+        _ => Err(CliError::Verification(format!(
+            "the {who} process failed ({status}): {}",
+            err.trim()
+        ))),
+    }
+}
+
+fn one_rep(p: Protocol, n_recv: usize, n_send: usize, overlap: usize, seed: u64, threads: usize) -> CliResult<(PartyResult, PartyResult)> {
+    let common = |c: &mut Command, role: &str| {
+        c.args(["--role", role, "--protocol", p.name()])
+            .args(["--n-recv", &n_recv.to_string(), "--n-send", &n_send.to_string()])
+            .args(["--overlap", &overlap.to_string(), "--seed", &seed.to_string()]);
+    };
+    let mut rc = party_command(threads)?;
+    common(&mut rc, "receiver");
+    let mut receiver = rc
+        .spawn()
+        .map_err(|e| blindjoin_core::Error::io("cannot start the receiver process", e))?;
+    let stdout = receiver
+        .stdout
+        .take()
+        .ok_or_else(|| CliError::Verification("no receiver stdout".into()))?;
+    let mut rlines = BufReader::new(stdout).lines().map_while(Result::ok);
+    let port = rlines
+        .next()
+        .and_then(|l| l.strip_prefix("PORT ").map(str::to_owned))
+        .ok_or_else(|| CliError::Verification("the receiver did not report its port".into()))?;
+    let mut sc = party_command(threads)?;
+    common(&mut sc, "sender");
+    sc.args(["--connect", &format!("127.0.0.1:{port}")]);
+    let mut sender = sc
+        .spawn()
+        .map_err(|e| blindjoin_core::Error::io("cannot start the sender process", e))?;
+    let sout = sender
+        .stdout
+        .take()
+        .ok_or_else(|| CliError::Verification("no sender stdout".into()))?;
+    let mut slines = BufReader::new(sout).lines().map_while(Result::ok);
+    let r = read_result(receiver, &mut rlines, "receiver")?;
+    let s = read_result(sender, &mut slines, "sender")?;
+    Ok((r, s))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn plaintext_join_seconds(recv: &[Vec<u8>], send: &[Vec<u8>], reps: usize) -> f64 {
+    let times = (0..reps.max(1))
+        .map(|_| {
+            let t = Instant::now();
+            let idx = expected_indices(recv, send);
+            std::hint::black_box(idx);
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    median(times)
+}
+
+/// Runs the benchmark and prints (and optionally writes) the table.
+pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
+    let threads = threads.unwrap_or(1);
+    if a.reps == 0 || threads == 0 {
+        return Err(CliError::Usage("--reps and --threads must be at least 1".into()));
+    }
+    if !(0.0..=1.0).contains(&a.overlap) {
+        return Err(CliError::Usage("--overlap is a fraction between 0 and 1".into()));
+    }
+    let senders = a.sender_sizes.clone().unwrap_or_else(|| a.sizes.clone());
+    if senders.len() != a.sizes.len() {
+        return Err(CliError::Usage("--sender-sizes needs as many entries as --sizes".into()));
+    }
+    let mut rows = Vec::new();
+    println!("{}", TABLE_HEAD);
+    for (&n_recv, &n_send) in a.sizes.iter().zip(&senders) {
+        let overlap = ((n_recv.min(n_send) as f64) * a.overlap) as usize;
+        let (recv, send) = bench_sets(n_recv, n_send, overlap, a.seed);
+        let expected = expected_indices(&recv, &send);
+        let mut reps = Vec::new();
+        for rep in 0..a.reps {
+            let (r, s) = one_rep(a.protocol, n_recv, n_send, overlap, a.seed, threads)?;
+            if r.intersection.as_ref() != Some(&expected) {
+                return Err(CliError::Verification(format!(
+                    "{} at {n_recv}x{n_send}, repetition {rep}: the receiver's intersection differs from the expected {} indices",
+                    a.protocol,
+                    expected.len()
+                )));
+            }
+            reps.push((r, s));
+        }
+        let plain = plaintext_join_seconds(&recv, &send, a.reps);
+        let m = |f: &dyn Fn(&(PartyResult, PartyResult)) -> f64| median(reps.iter().map(f).collect());
+        let wall = m(&|(r, s)| r.wall_seconds.max(s.wall_seconds));
+        let (r0, s0) = &reps[0];
+        let total = r0.traffic.bytes_sent + s0.traffic.bytes_sent;
+        let row = Row {
+            protocol: a.protocol.name(),
+            n_recv,
+            n_send,
+            threads,
+            reps: a.reps,
+            wall_seconds: wall,
+            cpu_receiver_seconds: m(&|(r, _)| r.cpu_seconds),
+            cpu_sender_seconds: m(&|(_, s)| s.cpu_seconds),
+            cpu_sum_seconds: m(&|(r, s)| r.cpu_seconds + s.cpu_seconds),
+            bytes_receiver_to_sender: r0.traffic.bytes_sent,
+            bytes_sender_to_receiver: s0.traffic.bytes_sent,
+            bytes_per_item: total as f64 / ((n_recv + n_send) as f64 / 2.0).max(1.0),
+            rounds: r0.traffic.flights_sent + s0.traffic.flights_sent,
+            peak_rss_receiver_bytes: r0.peak_rss_bytes,
+            peak_rss_sender_bytes: s0.peak_rss_bytes,
+            plaintext_join_seconds: plain,
+            wall_over_plaintext: wall / plain,
+        };
+        println!("{}", table_row(&row));
+        rows.push(row);
+    }
+    if let Some(path) = &a.json {
+        let json = serde_json::to_vec_pretty(&rows)
+            .map_err(|e| CliError::Usage(format!("cannot encode the results: {e}")))?;
+        write_atomic(path, &json)?;
+    }
+    if let Some(path) = &a.markdown {
+        let mut md = format!("{TABLE_HEAD}\n");
+        for r in &rows {
+            md.push_str(&table_row(r));
+            md.push('\n');
+        }
+        write_atomic(path, md.as_bytes())?;
+    }
+    Ok(())
+}
+
+const TABLE_HEAD: &str = "| protocol | n1 (recv) | n2 (send) | threads | wall (s) | CPU recv (s) | CPU send (s) | CPU sum (s) | recv→send (B) | send→recv (B) | B/item | rounds | plaintext join (s) | wall / plaintext |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |";
+
+fn table_row(r: &Row) -> String {
+    format!(
+        "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {} | {:.1} | {} | {:.4} | {:.1} |",
+        r.protocol,
+        r.n_recv,
+        r.n_send,
+        r.threads,
+        r.wall_seconds,
+        r.cpu_receiver_seconds,
+        r.cpu_sender_seconds,
+        r.cpu_sum_seconds,
+        r.bytes_receiver_to_sender,
+        r.bytes_sender_to_receiver,
+        r.bytes_per_item,
+        r.rounds,
+        r.plaintext_join_seconds,
+        r.wall_over_plaintext
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bench_sets_have_the_requested_overlap_and_distinct_records() {
+        let (r, s) = bench_sets(1000, 700, 300, 5);
+        assert_eq!(r.iter().collect::<HashSet<_>>().len(), 1000);
+        assert_eq!(s.iter().collect::<HashSet<_>>().len(), 700);
+        assert_eq!(expected_indices(&r, &s).len(), 300);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+}

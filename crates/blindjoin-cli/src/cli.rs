@@ -1,0 +1,268 @@
+//! Command-line definition and dispatch.
+
+use crate::error::{CliError, CliResult};
+use crate::normalize::Normalize;
+use crate::{bench, demo, party, synth};
+use blindjoin_psi::Protocol;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+const PROTOCOLS_HELP: &str = "\
+Protocols (--protocol):
+  ecdh    Diffie-Hellman PSI on Ristretto255 (PSZ14 §3, \"DH-based ECC\").
+          Semi-honest: secure if both parties follow the protocol; DDH in the random-oracle
+          model, κ = 128. The receiver learns which of its rows the sender also has; the
+          sender learns only the receiver's number of distinct keys.
+  naive   Hash-and-compare (PSZ14 §1.1). INSECURE: the receiver can test any guess against the
+          sender's hashes. A benchmark floor only; refused outside `bench` unless --insecure.
+
+Security parameters: κ = 128 (computational), λ = 40 (statistical) by default.";
+
+/// blindjoin: find the rows two organisations have in common, revealing nothing else.
+///
+/// One party (the receiver) learns which of its rows the other party (the sender) also has;
+/// the sender learns only how many distinct keys the receiver has.
+#[derive(Debug, Parser)]
+#[command(name = "blindjoin", version, after_help = PROTOCOLS_HELP)]
+pub struct Cli {
+    /// Worker threads for the cryptography (default: all cores).
+    #[arg(long, global = true)]
+    threads: Option<usize>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run both parties on generated data over loopback TCP and print a summary.
+    Demo(DemoArgs),
+    /// Be the receiver: learn which of your rows the sender also has.
+    #[command(after_help = PROTOCOLS_HELP)]
+    Receive(ReceiveArgs),
+    /// Be the sender: help the receiver find the common rows; learn only its set size.
+    #[command(after_help = PROTOCOLS_HELP)]
+    Send(SendArgs),
+    /// Write two synthetic identifier files (emails and phone numbers) with a known overlap.
+    Gen(GenArgs),
+    /// Benchmark a protocol over loopback TCP against the plaintext hash join.
+    #[command(after_help = PROTOCOLS_HELP)]
+    Bench(bench::BenchArgs),
+    /// One party of a benchmark (started by `bench`).
+    #[command(hide = true)]
+    BenchParty(bench::PartyArgs),
+    /// List the protocols with their security models.
+    Protocols,
+}
+
+/// Options both `send` and `receive` take.
+#[derive(Debug, Args)]
+pub struct PartyOpts {
+    /// Listen on this address (e.g. 0.0.0.0:7878) and wait for the peer.
+    #[arg(long, value_name = "ADDR", conflicts_with = "connect", required_unless_present = "connect")]
+    pub listen: Option<String>,
+    /// Connect to the peer at this address (e.g. partner.example:7878).
+    #[arg(long, value_name = "ADDR")]
+    pub connect: Option<String>,
+    /// Input file: CSV with a header (with --column) or one key per line.
+    #[arg(long, short)]
+    pub input: PathBuf,
+    /// The CSV column holding the key; without it every line is a key.
+    #[arg(long, short)]
+    pub column: Option<String>,
+    /// Normalise keys before matching (both parties must choose the same).
+    #[arg(long, value_enum, default_value = "none")]
+    pub normalize: Normalize,
+    /// Country calling code for phone numbers written without one (e.g. 44); --normalize phone.
+    #[arg(long, value_name = "DIGITS")]
+    pub country_code: Option<String>,
+    /// The protocol (both parties must choose the same).
+    #[arg(long, short, default_value = "ecdh")]
+    pub protocol: Protocol,
+    /// Allow the insecure naive-hashing protocol outside benchmarks.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Statistical security parameter λ in bits.
+    #[arg(long, default_value_t = 40)]
+    pub lambda: u32,
+    /// Refuse to run unless the peer has exactly this many distinct keys.
+    #[arg(long, value_name = "N")]
+    pub expect_peer_size: Option<u64>,
+    /// Refuse a peer announcing more distinct keys than this.
+    #[arg(long, value_name = "N", default_value_t = 1 << 32)]
+    pub max_peer_size: u64,
+    /// Seconds to wait for the peer to connect or accept.
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    pub wait: u64,
+    /// Seconds without progress on the connection after which the run fails.
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    pub timeout: u64,
+    /// Write a JSON run report to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct ReceiveArgs {
+    #[command(flatten)]
+    party: PartyOpts,
+    /// Write the matched rows of the input here (header kept); nothing is written on failure.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct SendArgs {
+    #[command(flatten)]
+    party: PartyOpts,
+}
+
+#[derive(Debug, Args)]
+struct GenArgs {
+    /// Distinct people in the first file.
+    #[arg(long)]
+    size: usize,
+    /// Distinct people in the second file (default: --size).
+    #[arg(long)]
+    other_size: Option<usize>,
+    /// People in both files (default: a quarter of the smaller file).
+    #[arg(long)]
+    overlap: Option<usize>,
+    /// Seed of the generator; the same seed writes the same files.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The first file (receiver's side).
+    a: PathBuf,
+    /// The second file (sender's side).
+    b: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct DemoArgs {
+    /// Distinct people on each side.
+    #[arg(long, default_value_t = 10_000)]
+    size: usize,
+    /// The protocol to run.
+    #[arg(long, short, default_value = "ecdh")]
+    protocol: Protocol,
+    /// Allow the insecure naive-hashing protocol.
+    #[arg(long)]
+    insecure: bool,
+    /// Keep the generated files and the output in this directory.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+    /// Write the two parties' JSON run reports to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+/// Parses sizes like `65536`, `2^16` or `1e6`.
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let bad = || format!("`{s}` is not a size (use e.g. 1000, 2^16 or 1e6)");
+    if let Some((b, e)) = s.split_once('^') {
+        let b: usize = b.trim().parse().map_err(|_| bad())?;
+        let e: u32 = e.trim().parse().map_err(|_| bad())?;
+        return b.checked_pow(e).ok_or_else(bad);
+    }
+    if let Some((m, e)) = s.split_once(['e', 'E']) {
+        let m: usize = m.trim().parse().map_err(|_| bad())?;
+        let e: u32 = e.trim().parse().map_err(|_| bad())?;
+        return 10usize.checked_pow(e).and_then(|p| p.checked_mul(m)).ok_or_else(bad);
+    }
+    s.replace('_', "").parse().map_err(|_| bad())
+}
+
+/// Refuses the insecure protocol unless asked for.
+pub fn check_insecure(protocol: Protocol, insecure: bool) -> CliResult<()> {
+    if protocol.is_insecure() && !insecure {
+        return Err(CliError::Usage(format!(
+            "protocol `{protocol}` is insecure (the receiver can test guesses against the \
+             sender's hashes); it is meant for benchmarks. Pass --insecure to run it anyway"
+        )));
+    }
+    Ok(())
+}
+
+fn init_threads(threads: Option<usize>) -> CliResult<()> {
+    if let Some(t) = threads {
+        if t == 0 {
+            return Err(CliError::Usage("--threads must be at least 1".into()));
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(t)
+            .build_global()
+            .map_err(|e| CliError::Usage(format!("cannot start {t} threads: {e}")))?;
+    }
+    Ok(())
+}
+
+/// Runs the parsed command.
+pub fn run(cli: Cli) -> CliResult<()> {
+    // `bench` runs its parties as processes with their own --threads; the others share one pool.
+    if !matches!(cli.command, Command::Bench(_)) {
+        init_threads(cli.threads)?;
+    }
+    match cli.command {
+        Command::Demo(a) => {
+            check_insecure(a.protocol, a.insecure)?;
+            demo::run(&demo::DemoSpec {
+                size: a.size,
+                protocol: a.protocol,
+                keep: a.keep,
+                json: a.json,
+            })
+        }
+        Command::Receive(a) => {
+            check_insecure(a.party.protocol, a.party.insecure)?;
+            party::run_cli(&a.party, party::CliRole::Receiver { output: a.output })
+        }
+        Command::Send(a) => {
+            check_insecure(a.party.protocol, a.party.insecure)?;
+            party::run_cli(&a.party, party::CliRole::Sender)
+        }
+        Command::Gen(a) => {
+            let other = a.other_size.unwrap_or(a.size);
+            let spec = synth::GenSpec {
+                size: a.size,
+                other_size: other,
+                overlap: a.overlap.unwrap_or(a.size.min(other) / 4),
+                seed: a.seed,
+            };
+            let g = synth::generate(&spec)?;
+            synth::write_csv(&a.a, &g.a)?;
+            synth::write_csv(&a.b, &g.b)?;
+            eprintln!(
+                "wrote {} rows to {} and {} rows to {}; {} people in both (column `email` or `phone`)",
+                g.a.len(),
+                a.a.display(),
+                g.b.len(),
+                a.b.display(),
+                g.shared_emails.len()
+            );
+            Ok(())
+        }
+        Command::Bench(a) => bench::run(&a, cli.threads),
+        Command::BenchParty(a) => bench::run_party(&a),
+        Command::Protocols => {
+            for p in Protocol::ALL {
+                println!("{:<6} {}\n       {}", p.name(), p.reference(), p.security());
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_in_all_notations() {
+        assert_eq!(parse_size("65536"), Ok(65536));
+        assert_eq!(parse_size("2^16"), Ok(65536));
+        assert_eq!(parse_size("1e6"), Ok(1_000_000));
+        assert_eq!(parse_size("1_000"), Ok(1000));
+        assert!(parse_size("2^99").is_err());
+        assert!(parse_size("lots").is_err());
+    }
+}

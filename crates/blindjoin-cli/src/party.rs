@@ -1,0 +1,270 @@
+//! One party's run on a file: read and normalise, hash to items, connect, run the protocol,
+//! write the matched rows (receiver), report.
+
+use crate::cli::PartyOpts;
+use crate::error::{CliError, CliResult};
+use crate::input::{InputSpec, Table, read_table};
+use crate::normalize::Normalizer;
+use crate::output::{write_atomic, write_rows};
+use crate::progress::Bars;
+use crate::report::{
+    InputStats, IntersectionStats, Phase, RunReport, hex, human_bytes, process_cpu_seconds,
+};
+use blindjoin_core::channel::metered::Metered;
+use blindjoin_core::channel::tcp::TcpChannel;
+use blindjoin_core::item::{ITEM_DOMAIN, Item, hash_to_item};
+use blindjoin_psi::{Protocol, RunOptions};
+use rayon::prelude::*;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How the party reaches its peer.
+#[derive(Debug)]
+pub enum Endpoint {
+    /// Listen on an address and accept one connection.
+    Listen(String),
+    /// Accept one connection on an already bound listener.
+    Listener(TcpListener),
+    /// Connect to an address.
+    Connect(String),
+}
+
+impl Endpoint {
+    /// Opens the connection, waiting at most `wait` for the peer.
+    pub fn open(self, wait: Duration, timeout: Duration) -> CliResult<TcpChannel> {
+        Ok(match self {
+            Endpoint::Listen(addr) => {
+                let l = TcpListener::bind(&addr).map_err(|e| {
+                    blindjoin_core::Error::io(format!("cannot listen on {addr}"), e)
+                })?;
+                if let Ok(a) = l.local_addr() {
+                    eprintln!("listening on {a}, waiting up to {} s for the peer", wait.as_secs());
+                }
+                TcpChannel::accept(&l, wait, timeout)?
+            }
+            Endpoint::Listener(l) => TcpChannel::accept(&l, wait, timeout)?,
+            Endpoint::Connect(addr) => TcpChannel::connect(&addr, wait, timeout)?,
+        })
+    }
+}
+
+/// The role on the command line, with the receiver's output file.
+#[derive(Debug, Clone)]
+pub enum CliRole {
+    /// Learns the intersection and may write the matched rows.
+    Receiver {
+        /// Where to write the matched rows.
+        output: Option<PathBuf>,
+    },
+    /// Learns only the receiver's set size.
+    Sender,
+}
+
+/// Everything one file-based party needs.
+pub struct FileParty<'a> {
+    /// Role and output.
+    pub role: CliRole,
+    /// How to reach the peer.
+    pub endpoint: Endpoint,
+    /// Input file.
+    pub input: &'a Path,
+    /// CSV key column, or `None` for one key per line.
+    pub column: Option<&'a str>,
+    /// Key normalisation.
+    pub normalizer: Normalizer,
+    /// The protocol.
+    pub protocol: Protocol,
+    /// Protocol options (progress included).
+    pub opts: RunOptions,
+    /// How long to wait for the peer to connect or accept.
+    pub wait: Duration,
+    /// I/O timeout.
+    pub timeout: Duration,
+    /// Whether this process runs only this party (so its CPU time is this party's).
+    pub alone_in_process: bool,
+}
+
+/// Maps the distinct keys to items, in parallel.
+pub fn items_of(keys: &[Vec<u8>]) -> Vec<Item> {
+    keys.par_iter().map(|k| hash_to_item(ITEM_DOMAIN, k)).collect()
+}
+
+/// Runs one party on a file (see the module doc) and returns its report. The receiver's output
+/// file is written only after the protocol succeeded, atomically.
+pub fn run_file_party(p: FileParty<'_>) -> CliResult<(RunReport, Table, Option<Vec<usize>>)> {
+    let start = Instant::now();
+    let mut phases = Vec::new();
+    let table = read_table(&InputSpec {
+        path: p.input,
+        column: p.column,
+        normalizer: &p.normalizer,
+    })?;
+    let t = lap(&mut phases, "read input", start);
+    let items = items_of(&table.keys);
+    let t = lap(&mut phases, "hash items", t);
+
+    let ch = p.endpoint.open(p.wait, p.timeout)?;
+    lap(&mut phases, "connect", t);
+    let mut ch = Metered::new(ch);
+    let mut rng = rand::rng();
+    let (session, proto_phases, indices) = match &p.role {
+        CliRole::Receiver { .. } => {
+            let out = p.protocol.receive(&mut ch, &items, &p.opts, &mut rng)?;
+            (out.session, out.phases, Some(out.indices))
+        }
+        CliRole::Sender => {
+            let out = p.protocol.send(&mut ch, &items, &p.opts, &mut rng)?;
+            (out.session, out.phases, None)
+        }
+    };
+    let traffic = ch.traffic();
+    drop(ch);
+    for (name, secs) in proto_phases.0 {
+        phases.push(Phase {
+            name: name.to_owned(),
+            seconds: secs,
+        });
+    }
+    let t = Instant::now();
+
+    let intersection = match (&p.role, &indices) {
+        (CliRole::Receiver { output }, Some(idx)) => {
+            let rows = table.rows_of_keys(idx);
+            if let Some(path) = output {
+                write_rows(path, &table, &rows)?;
+                lap(&mut phases, "write output", t);
+            }
+            Some(IntersectionStats {
+                distinct_keys: idx.len() as u64,
+                rows: rows.len() as u64,
+                output: output.as_ref().map(|o| o.display().to_string()),
+            })
+        }
+        _ => None,
+    };
+    let report = RunReport {
+        protocol: p.protocol.name(),
+        security: p.protocol.security(),
+        role: session.role.to_string(),
+        kappa: session.kappa,
+        lambda: session.lambda,
+        session_id: hex(&session.id),
+        input: Some(InputStats {
+            path: p.input.display().to_string(),
+            rows: table.rows.len() as u64,
+            distinct_keys: table.keys.len() as u64,
+            empty_keys: table.empty_keys,
+            duplicate_rows: table.duplicate_rows,
+        }),
+        own_set_size: items.len() as u64,
+        peer_set_size: session.peer_size(),
+        intersection,
+        traffic,
+        phases,
+        wall_seconds: start.elapsed().as_secs_f64(),
+        cpu_seconds: p.alone_in_process.then(process_cpu_seconds),
+        threads: rayon::current_num_threads(),
+    };
+    Ok((report, table, indices))
+}
+
+fn lap(phases: &mut Vec<Phase>, name: &str, since: Instant) -> Instant {
+    let now = Instant::now();
+    phases.push(Phase {
+        name: name.to_owned(),
+        seconds: now.duration_since(since).as_secs_f64(),
+    });
+    now
+}
+
+/// Protocol options from the command line.
+pub fn run_options(o: &PartyOpts) -> RunOptions {
+    RunOptions {
+        lambda: o.lambda,
+        expected_peer_set_size: o.expect_peer_size,
+        max_peer_set_size: o.max_peer_size,
+        ..RunOptions::default()
+    }
+}
+
+/// `blindjoin send` and `blindjoin receive`.
+pub fn run_cli(o: &PartyOpts, role: CliRole) -> CliResult<()> {
+    let endpoint = match (&o.listen, &o.connect) {
+        (Some(l), None) => Endpoint::Listen(l.clone()),
+        (None, Some(c)) => Endpoint::Connect(c.clone()),
+        _ => return Err(CliError::Usage("give exactly one of --listen and --connect".into())),
+    };
+    let normalizer = Normalizer {
+        kind: o.normalize,
+        country_code: o.country_code.clone(),
+    };
+    if let Some(cc) = &o.country_code {
+        if cc.is_empty() || !cc.bytes().all(|b| b.is_ascii_digit()) || cc.len() > 3 {
+            return Err(CliError::Usage(format!(
+                "--country-code must be 1 to 3 digits, not `{cc}`"
+            )));
+        }
+    }
+    let bars = Bars::new();
+    let label = match role {
+        CliRole::Receiver { .. } => "receiver",
+        CliRole::Sender => "sender",
+    };
+    let mut opts = run_options(o);
+    opts.progress = Some(bars.party(label));
+    let result = run_file_party(FileParty {
+        role,
+        endpoint,
+        input: &o.input,
+        column: o.column.as_deref(),
+        normalizer,
+        protocol: o.protocol,
+        opts,
+        wait: Duration::from_secs(o.wait),
+        timeout: Duration::from_secs(o.timeout),
+        alone_in_process: true,
+    });
+    bars.clear();
+    let (report, _, _) = result?;
+    if let Some(path) = &o.json {
+        write_json(path, &report)?;
+    }
+    eprintln!("{}", summary_line(&report));
+    Ok(())
+}
+
+/// Writes a report as pretty JSON, atomically.
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> CliResult<()> {
+    let json = serde_json::to_vec_pretty(value)
+        .map_err(|e| CliError::Usage(format!("cannot encode the report: {e}")))?;
+    write_atomic(path, &json)
+}
+
+/// One line a person reads at the end of `send` or `receive`.
+pub fn summary_line(r: &RunReport) -> String {
+    let what = match &r.intersection {
+        Some(i) => format!(
+            "{} of {} distinct keys matched ({} rows{})",
+            i.distinct_keys,
+            r.own_set_size,
+            i.rows,
+            i.output
+                .as_ref()
+                .map(|o| format!(" written to {o}"))
+                .unwrap_or_default()
+        ),
+        None => format!(
+            "sent {} distinct keys; the receiver had {}",
+            r.own_set_size, r.peer_set_size
+        ),
+    };
+    format!(
+        "{} ({}): {what}; sent {}, received {}, {:.2} s",
+        r.role,
+        r.protocol,
+        human_bytes(r.traffic.bytes_sent),
+        human_bytes(r.traffic.bytes_received),
+        r.wall_seconds
+    )
+}

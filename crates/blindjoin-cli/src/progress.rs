@@ -1,0 +1,48 @@
+//! Progress bars for long phases: drawn on a terminal, silent otherwise.
+
+use blindjoin_psi::Progress;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+/// A set of progress bars on stderr (hidden when stderr is not a terminal).
+pub struct Bars {
+    multi: MultiProgress,
+}
+
+impl Bars {
+    /// Bars on stderr if it is a terminal, nothing otherwise.
+    pub fn new() -> Self {
+        let target = if std::io::stderr().is_terminal() {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        Bars {
+            multi: MultiProgress::with_draw_target(target),
+        }
+    }
+
+    /// A progress callback that drives one bar labelled `label`.
+    pub fn party(&self, label: &'static str) -> Progress {
+        let bar = self.multi.add(ProgressBar::new(0));
+        if let Ok(style) = ProgressStyle::with_template(
+            "{prefix:>9} {msg:<9} [{bar:30}] {human_pos}/{human_len} {elapsed}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_prefix(label);
+        Arc::new(move |phase, done, total| {
+            if bar.length() != Some(total) {
+                bar.set_length(total);
+            }
+            bar.set_message(phase);
+            bar.set_position(done);
+        })
+    }
+
+    /// Removes the bars from the screen.
+    pub fn clear(&self) {
+        let _ = self.multi.clear();
+    }
+}
