@@ -113,8 +113,19 @@ struct Row {
 }
 
 /// The benchmark's sets: distinct 16-character records, `overlap` shared, each side shuffled.
-fn bench_sets(n_recv: usize, n_send: usize, overlap: usize, seed: u64) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
-    let record = |k: usize| format!("id{:014x}", (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 8).into_bytes();
+fn bench_sets(
+    n_recv: usize,
+    n_send: usize,
+    overlap: usize,
+    seed: u64,
+) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let record = |k: usize| {
+        format!(
+            "id{:014x}",
+            (k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 8
+        )
+        .into_bytes()
+    };
     let mut recv: Vec<Vec<u8>> = (0..n_recv).map(record).collect();
     let first = n_recv - overlap;
     let mut send: Vec<Vec<u8>> = (first..first + n_send).map(record).collect();
@@ -165,7 +176,10 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
         let out = a.protocol.receive(&mut ch, &items, &opts, &mut rng)?;
         (out.phases, Some(out.indices))
     } else {
-        (a.protocol.send(&mut ch, &items, &opts, &mut rng)?.phases, None)
+        (
+            a.protocol.send(&mut ch, &items, &opts, &mut rng)?.phases,
+            None,
+        )
     };
     let wall = t0.elapsed().as_secs_f64();
     let cpu = process_cpu_seconds() - cpu0;
@@ -173,7 +187,11 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
         wall_seconds: wall,
         cpu_seconds: cpu,
         traffic: ch.traffic(),
-        phases: phases.0.iter().map(|(n, s)| ((*n).to_owned(), *s)).collect(),
+        phases: phases
+            .0
+            .iter()
+            .map(|(n, s)| ((*n).to_owned(), *s))
+            .collect(),
         intersection,
         peak_rss_bytes: peak_rss_bytes(),
         threads: rayon::current_num_threads(),
@@ -188,19 +206,25 @@ fn party_command(threads: usize) -> CliResult<Command> {
     let exe = std::env::current_exe()
         .map_err(|e| blindjoin_core::Error::io("cannot find the blindjoin executable", e))?;
     let mut c = Command::new(exe);
-    c.arg("--threads").arg(threads.to_string()).arg("bench-party");
+    c.arg("--threads")
+        .arg(threads.to_string())
+        .arg("bench-party");
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
     Ok(c)
 }
 
-fn read_result(mut child: std::process::Child, lines: &mut dyn Iterator<Item = String>, who: &str) -> CliResult<PartyResult> {
+fn read_result(
+    mut child: std::process::Child,
+    lines: &mut dyn Iterator<Item = String>,
+    who: &str,
+) -> CliResult<PartyResult> {
     let mut result = None;
     for line in lines {
         if let Some(json) = line.strip_prefix("RESULT ") {
-            result = Some(
-                serde_json::from_str::<PartyResult>(json)
-                    .map_err(|e| CliError::Verification(format!("{who} printed a bad result: {e}")))?,
-            );
+            result =
+                Some(serde_json::from_str::<PartyResult>(json).map_err(|e| {
+                    CliError::Verification(format!("{who} printed a bad result: {e}"))
+                })?);
         }
     }
     let status = child
@@ -219,11 +243,28 @@ fn read_result(mut child: std::process::Child, lines: &mut dyn Iterator<Item = S
     }
 }
 
-fn one_rep(p: Protocol, n_recv: usize, n_send: usize, overlap: usize, seed: u64, threads: usize) -> CliResult<(PartyResult, PartyResult)> {
+fn one_rep(
+    p: Protocol,
+    n_recv: usize,
+    n_send: usize,
+    overlap: usize,
+    seed: u64,
+    threads: usize,
+) -> CliResult<(PartyResult, PartyResult)> {
     let common = |c: &mut Command, role: &str| {
         c.args(["--role", role, "--protocol", p.name()])
-            .args(["--n-recv", &n_recv.to_string(), "--n-send", &n_send.to_string()])
-            .args(["--overlap", &overlap.to_string(), "--seed", &seed.to_string()]);
+            .args([
+                "--n-recv",
+                &n_recv.to_string(),
+                "--n-send",
+                &n_send.to_string(),
+            ])
+            .args([
+                "--overlap",
+                &overlap.to_string(),
+                "--seed",
+                &seed.to_string(),
+            ]);
     };
     let mut rc = party_command(threads)?;
     common(&mut rc, "receiver");
@@ -280,14 +321,20 @@ fn plaintext_join_seconds(recv: &[Vec<u8>], send: &[Vec<u8>], reps: usize) -> f6
 pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
     let threads = threads.unwrap_or(1);
     if a.reps == 0 || threads == 0 {
-        return Err(CliError::Usage("--reps and --threads must be at least 1".into()));
+        return Err(CliError::Usage(
+            "--reps and --threads must be at least 1".into(),
+        ));
     }
     if !(0.0..=1.0).contains(&a.overlap) {
-        return Err(CliError::Usage("--overlap is a fraction between 0 and 1".into()));
+        return Err(CliError::Usage(
+            "--overlap is a fraction between 0 and 1".into(),
+        ));
     }
     let senders = a.sender_sizes.clone().unwrap_or_else(|| a.sizes.clone());
     if senders.len() != a.sizes.len() {
-        return Err(CliError::Usage("--sender-sizes needs as many entries as --sizes".into()));
+        return Err(CliError::Usage(
+            "--sender-sizes needs as many entries as --sizes".into(),
+        ));
     }
     let mut rows = Vec::new();
     println!("{}", TABLE_HEAD);
@@ -308,7 +355,8 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
             reps.push((r, s));
         }
         let plain = plaintext_join_seconds(&recv, &send, a.reps);
-        let m = |f: &dyn Fn(&(PartyResult, PartyResult)) -> f64| median(reps.iter().map(f).collect());
+        let m =
+            |f: &dyn Fn(&(PartyResult, PartyResult)) -> f64| median(reps.iter().map(f).collect());
         let wall = m(&|(r, s)| r.wall_seconds.max(s.wall_seconds));
         let (r0, s0) = &reps[0];
         let total = r0.traffic.bytes_sent + s0.traffic.bytes_sent;

@@ -58,7 +58,12 @@ enum Command {
 #[derive(Debug, Args)]
 pub struct PartyOpts {
     /// Listen on this address (e.g. 0.0.0.0:7878) and wait for the peer.
-    #[arg(long, value_name = "ADDR", conflicts_with = "connect", required_unless_present = "connect")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        conflicts_with = "connect",
+        required_unless_present = "connect"
+    )]
     pub listen: Option<String>,
     /// Connect to the peer at this address (e.g. partner.example:7878).
     #[arg(long, value_name = "ADDR")]
@@ -167,7 +172,10 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     if let Some((m, e)) = s.split_once(['e', 'E']) {
         let m: usize = m.trim().parse().map_err(|_| bad())?;
         let e: u32 = e.trim().parse().map_err(|_| bad())?;
-        return 10usize.checked_pow(e).and_then(|p| p.checked_mul(m)).ok_or_else(bad);
+        return 10usize
+            .checked_pow(e)
+            .and_then(|p| p.checked_mul(m))
+            .ok_or_else(bad);
     }
     s.replace('_', "").parse().map_err(|_| bad())
 }

@@ -2,12 +2,12 @@
 //! result checked against the generator's ground truth.
 
 use crate::error::{CliError, CliResult};
-use crate::synth::{GenSpec, generate, write_csv};
 use crate::input::{InputSpec, read_table};
 use crate::normalize::{Normalize, Normalizer};
 use crate::party::{CliRole, Endpoint, FileParty, run_file_party, write_json};
 use crate::progress::Bars;
 use crate::report::{RunReport, human_bytes, process_cpu_seconds};
+use crate::synth::{GenSpec, generate, write_csv};
 use blindjoin_psi::{Protocol, RunOptions};
 use std::collections::HashSet;
 use std::net::TcpListener;
@@ -46,7 +46,11 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
             tmp.path().to_path_buf()
         }
     };
-    let (a_path, b_path, out_path) = (dir.join("receiver.csv"), dir.join("sender.csv"), dir.join("matched.csv"));
+    let (a_path, b_path, out_path) = (
+        dir.join("receiver.csv"),
+        dir.join("sender.csv"),
+        dir.join("matched.csv"),
+    );
     let gen_spec = GenSpec {
         size: spec.size,
         other_size: spec.size,
@@ -94,7 +98,12 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
         a_path.clone(),
         "receiver",
     );
-    let send = party(CliRole::Sender, Endpoint::Connect(addr.to_string()), b_path.clone(), "sender");
+    let send = party(
+        CliRole::Sender,
+        Endpoint::Connect(addr.to_string()),
+        b_path.clone(),
+        "sender",
+    );
     let start = Instant::now();
     let cpu0 = process_cpu_seconds();
     let (r, s) = std::thread::scope(|sc| {
@@ -114,12 +123,15 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
     let (sr, _, _) = s?;
 
     // Ground truth: the receiver's rows whose canonical email the generator put in both files.
-    let expected: Vec<String> = g
-        .a
-        .iter()
-        .filter(|p| p.canonical_email.as_ref().is_some_and(|e| g.shared_emails.contains(e)))
-        .map(|p| p.id.clone())
-        .collect();
+    let expected: Vec<String> =
+        g.a.iter()
+            .filter(|p| {
+                p.canonical_email
+                    .as_ref()
+                    .is_some_and(|e| g.shared_emails.contains(e))
+            })
+            .map(|p| p.id.clone())
+            .collect();
     let written = read_table(&InputSpec {
         path: &out_path,
         column: Some("id"),
@@ -145,7 +157,10 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
     }
     print_summary(spec, &rr, &sr, wall, cpu, &dir, expected.len());
     if let Some(path) = &spec.json {
-        write_json(path, &serde_json::json!({ "receiver": rr, "sender": sr, "wall_seconds": wall, "cpu_seconds": cpu }))?;
+        write_json(
+            path,
+            &serde_json::json!({ "receiver": rr, "sender": sr, "wall_seconds": wall, "cpu_seconds": cpu }),
+        )?;
     }
     Ok(())
 }

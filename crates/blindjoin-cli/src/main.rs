@@ -8,13 +8,13 @@ mod bench;
 mod cli;
 mod demo;
 mod error;
-mod synth;
 mod input;
 mod normalize;
 mod output;
 mod party;
 mod progress;
 mod report;
+mod synth;
 
 use clap::Parser;
 use std::process::ExitCode;

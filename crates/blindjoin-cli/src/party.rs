@@ -39,7 +39,10 @@ impl Endpoint {
                     blindjoin_core::Error::io(format!("cannot listen on {addr}"), e)
                 })?;
                 if let Ok(a) = l.local_addr() {
-                    eprintln!("listening on {a}, waiting up to {} s for the peer", wait.as_secs());
+                    eprintln!(
+                        "listening on {a}, waiting up to {} s for the peer",
+                        wait.as_secs()
+                    );
                 }
                 TcpChannel::accept(&l, wait, timeout)?
             }
@@ -87,7 +90,9 @@ pub struct FileParty<'a> {
 
 /// Maps the distinct keys to items, in parallel.
 pub fn items_of(keys: &[Vec<u8>]) -> Vec<Item> {
-    keys.par_iter().map(|k| hash_to_item(ITEM_DOMAIN, k)).collect()
+    keys.par_iter()
+        .map(|k| hash_to_item(ITEM_DOMAIN, k))
+        .collect()
 }
 
 /// Runs one party on a file (see the module doc) and returns its report. The receiver's output
@@ -193,18 +198,22 @@ pub fn run_cli(o: &PartyOpts, role: CliRole) -> CliResult<()> {
     let endpoint = match (&o.listen, &o.connect) {
         (Some(l), None) => Endpoint::Listen(l.clone()),
         (None, Some(c)) => Endpoint::Connect(c.clone()),
-        _ => return Err(CliError::Usage("give exactly one of --listen and --connect".into())),
+        _ => {
+            return Err(CliError::Usage(
+                "give exactly one of --listen and --connect".into(),
+            ));
+        }
     };
     let normalizer = Normalizer {
         kind: o.normalize,
         country_code: o.country_code.clone(),
     };
-    if let Some(cc) = &o.country_code {
-        if cc.is_empty() || !cc.bytes().all(|b| b.is_ascii_digit()) || cc.len() > 3 {
-            return Err(CliError::Usage(format!(
-                "--country-code must be 1 to 3 digits, not `{cc}`"
-            )));
-        }
+    if let Some(cc) = &o.country_code
+        && (cc.is_empty() || !cc.bytes().all(|b| b.is_ascii_digit()) || cc.len() > 3)
+    {
+        return Err(CliError::Usage(format!(
+            "--country-code must be 1 to 3 digits, not `{cc}`"
+        )));
     }
     let bars = Bars::new();
     let label = match role {
