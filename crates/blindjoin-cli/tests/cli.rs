@@ -1,0 +1,400 @@
+//! End to end: `blindjoin` processes over loopback TCP on files, with the output rows compared
+//! to rows computed independently here; and every bad-input path ends with one error line, a
+//! non-zero exit and no output file.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_blindjoin"));
+    c.arg("--threads").arg("1");
+    c
+}
+
+/// Starts a party that listens on an ephemeral loopback port; returns it and the address.
+fn spawn_listener(args: &[&str]) -> (Child, String, BufReader<std::process::ChildStderr>) {
+    let mut child = bin()
+        .args(args)
+        .args(["--listen", "127.0.0.1:0", "--wait", "20", "--timeout", "20"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .strip_prefix("listening on ")
+        .and_then(|r| r.split(',').next())
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_owned();
+    (child, addr, err)
+}
+
+fn finish(mut child: Child, mut err: BufReader<std::process::ChildStderr>) -> (bool, String) {
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    (status.success(), rest)
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Reads a CSV file as (header, records).
+fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let header = r.headers().unwrap().iter().map(str::to_owned).collect();
+    let rows = r
+        .records()
+        .map(|rec| rec.unwrap().iter().map(str::to_owned).collect())
+        .collect();
+    (header, rows)
+}
+
+/// The rows of `a` whose trimmed, lower-cased `email` occurs in `b`, in file order.
+fn expected_email_rows(a: &Path, b: &Path) -> Vec<Vec<String>> {
+    let (ha, ra) = read_csv(a);
+    let (hb, rb) = read_csv(b);
+    let ca = ha.iter().position(|h| h == "email").unwrap();
+    let cb = hb.iter().position(|h| h == "email").unwrap();
+    let key = |v: &str| v.trim().to_lowercase();
+    let theirs: HashSet<String> = rb
+        .iter()
+        .map(|r| key(&r[cb]))
+        .filter(|k| !k.is_empty())
+        .collect();
+    ra.into_iter()
+        .filter(|r| {
+            let k = key(&r[ca]);
+            !k.is_empty() && theirs.contains(&k)
+        })
+        .collect()
+}
+
+fn generate(dir: &Path, size: &str, other: &str, overlap: &str, seed: &str) -> (PathBuf, PathBuf) {
+    let (a, b) = (dir.join("a.csv"), dir.join("b.csv"));
+    let out = run(&[
+        "gen",
+        "--size",
+        size,
+        "--other-size",
+        other,
+        "--overlap",
+        overlap,
+        "--seed",
+        seed,
+        s(&a),
+        s(&b),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (a, b)
+}
+
+#[test]
+fn receiver_listens_sender_connects_email_rows_match_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "400", "900", "150", "11");
+    let (out, json) = (dir.path().join("out.csv"), dir.path().join("r.json"));
+    let common = ["--column", "email", "--normalize", "email"];
+    let mut rargs = vec![
+        "receive",
+        "--input",
+        s(&a),
+        "--output",
+        s(&out),
+        "--json",
+        s(&json),
+    ];
+    rargs.extend(common);
+    let (recv, addr, err) = spawn_listener(&rargs);
+    let mut sargs = vec!["send", "--connect", &addr, "--input", s(&b)];
+    sargs.extend(common);
+    let send = run(&sargs);
+    assert!(
+        send.status.success(),
+        "{}",
+        String::from_utf8_lossy(&send.stderr)
+    );
+    let (ok, rerr) = finish(recv, err);
+    assert!(ok, "{rerr}");
+
+    let expected = expected_email_rows(&a, &b);
+    // Duplicates: more rows than distinct shared emails.
+    assert!(expected.len() > 150, "{}", expected.len());
+    let (header, rows) = read_csv(&out);
+    assert_eq!(header, ["id", "name", "email", "phone"]);
+    assert_eq!(rows, expected);
+
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["intersection"]["distinct_keys"], 150);
+    assert_eq!(report["intersection"]["rows"], expected.len());
+    assert_eq!(report["input"]["distinct_keys"], 400);
+    assert_eq!(report["peer_set_size"], 900);
+    assert_eq!(report["protocol"], "ecdh");
+    assert_eq!(report["kappa"], 128);
+    assert_eq!(report["lambda"], 40);
+    assert!(report["traffic"]["bytes_sent"].as_u64().unwrap() >= 400 * 32);
+    let sender_line = String::from_utf8_lossy(&send.stderr);
+    assert!(
+        sender_line.contains("the receiver had 400"),
+        "{sender_line}"
+    );
+}
+
+#[test]
+fn sender_listens_receiver_connects_on_plain_lines_with_trim() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, out) = (
+        dir.path().join("a.txt"),
+        dir.path().join("b.txt"),
+        dir.path().join("m.txt"),
+    );
+    // Receiver lines: duplicates, surrounding spaces, an empty line (never matches), CRLF.
+    std::fs::write(&a, "alice\r\n  bob \n\ncarol\nbob\ndave\nAlice\n").unwrap();
+    std::fs::write(&b, "bob\nalice\nzed\n  \n").unwrap();
+    for protocol in ["ecdh", "naive"] {
+        let (sender, addr, err) = spawn_listener(&[
+            "send",
+            "--input",
+            s(&b),
+            "--normalize",
+            "trim",
+            "--protocol",
+            protocol,
+            "--insecure",
+        ]);
+        let recv = run(&[
+            "receive",
+            "--connect",
+            &addr,
+            "--input",
+            s(&a),
+            "--normalize",
+            "trim",
+            "--output",
+            s(&out),
+            "--protocol",
+            protocol,
+            "--insecure",
+        ]);
+        assert!(
+            recv.status.success(),
+            "{}",
+            String::from_utf8_lossy(&recv.stderr)
+        );
+        let (ok, serr) = finish(sender, err);
+        assert!(ok, "{serr}");
+        // "Alice" differs from "alice" under trim; the empty line never matches.
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "alice\n  bob \nbob\n",
+            "{protocol}"
+        );
+    }
+}
+
+fn assert_one_line_error(out: &Output, needles: &[&str]) {
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.starts_with("listening on"))
+        .collect();
+    assert_eq!(lines.len(), 1, "expected one error line, got: {err}");
+    assert!(lines[0].starts_with("blindjoin: error: "), "{err}");
+    for n in needles {
+        assert!(lines[0].contains(n), "`{n}` missing from: {err}");
+    }
+}
+
+#[test]
+fn bad_inputs_fail_with_one_line_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.csv");
+    let csv = dir.path().join("in.csv");
+    std::fs::write(&csv, "id,email\n1,a@x.org\n2,b@x.org\n3\n4,d@x.org\n").unwrap();
+    let base = [
+        "receive",
+        "--connect",
+        "127.0.0.1:9",
+        "--wait",
+        "0",
+        "--output",
+        s(&out),
+    ];
+
+    let missing = dir.path().join("nope.csv");
+    let mut args = base.to_vec();
+    args.extend(["--input", s(&missing), "--column", "email"]);
+    assert_one_line_error(&run(&args), &["nope.csv"]);
+
+    let mut args = base.to_vec();
+    args.extend(["--input", s(&csv), "--column", "mail"]);
+    assert_one_line_error(&run(&args), &["no column `mail`", "id, email"]);
+
+    let mut args = base.to_vec();
+    args.extend(["--input", s(&csv), "--column", "email"]);
+    assert_one_line_error(&run(&args), &["line 4"]);
+
+    std::fs::write(&csv, "id,email\n1,a@x.org\n").unwrap();
+    let mut args = base.to_vec();
+    args.extend(["--input", s(&csv), "--column", "email"]);
+    assert_one_line_error(&run(&args), &["cannot connect to 127.0.0.1:9"]);
+
+    let mut args = base.to_vec();
+    args.extend([
+        "--input",
+        s(&csv),
+        "--column",
+        "email",
+        "--protocol",
+        "naive",
+    ]);
+    assert_one_line_error(&run(&args), &["insecure", "--insecure"]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn protocol_mismatch_fails_both_sides_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "50", "50", "10", "3");
+    let out = dir.path().join("out.csv");
+    let (recv, addr, err) = spawn_listener(&[
+        "receive",
+        "--input",
+        s(&a),
+        "--column",
+        "email",
+        "--output",
+        s(&out),
+    ]);
+    let send = run(&[
+        "send",
+        "--connect",
+        &addr,
+        "--input",
+        s(&b),
+        "--column",
+        "email",
+        "--protocol",
+        "naive",
+        "--insecure",
+    ]);
+    assert_one_line_error(&send, &["`protocol`", "naive", "ecdh"]);
+    let (ok, rerr) = finish(recv, err);
+    assert!(!ok);
+    assert!(
+        rerr.contains("`protocol`") && rerr.lines().count() == 1,
+        "{rerr}"
+    );
+    assert!(!out.exists());
+
+    // λ differs: named, with both values.
+    let (recv, addr, err) = spawn_listener(&[
+        "receive",
+        "--input",
+        s(&a),
+        "--column",
+        "email",
+        "--output",
+        s(&out),
+        "--lambda",
+        "50",
+    ]);
+    let send = run(&[
+        "send",
+        "--connect",
+        &addr,
+        "--input",
+        s(&b),
+        "--column",
+        "email",
+    ]);
+    assert_one_line_error(&send, &["`lambda`", "40", "50"]);
+    assert!(!finish(recv, err).0);
+    assert!(!out.exists());
+}
+
+#[test]
+fn a_peer_that_is_not_blindjoin_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = generate(dir.path(), "20", "20", "5", "4");
+    let (recv, addr, err) = spawn_listener(&["receive", "--input", s(&a), "--column", "email"]);
+    let mut sock = std::net::TcpStream::connect(&addr).unwrap();
+    std::io::Write::write_all(&mut sock, &[16, 0, 0, 0]).unwrap();
+    std::io::Write::write_all(&mut sock, b"GET / HTTP/1.1\r\n").unwrap();
+    let (ok, rerr) = finish(recv, err);
+    assert!(!ok);
+    assert!(rerr.contains("not a blindjoin endpoint"), "{rerr}");
+    drop(sock);
+}
+
+#[test]
+fn demo_verifies_itself() {
+    let out = run(&["demo", "--size", "600"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("150 emails in common"), "{text}");
+    assert!(
+        text.contains("verified against the generator's ground truth"),
+        "{text}"
+    );
+    let refused = run(&["demo", "--size", "10", "--protocol", "naive"]);
+    assert_one_line_error(&refused, &["insecure"]);
+    assert!(
+        run(&["demo", "--size", "10", "--protocol", "naive", "--insecure"])
+            .status
+            .success()
+    );
+}
+
+#[test]
+fn bench_runs_two_processes_and_checks_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("b.json");
+    let out = run(&[
+        "bench",
+        "--protocol",
+        "ecdh",
+        "--sizes",
+        "2^8,100",
+        "--sender-sizes",
+        "300,2^7",
+        "--reps",
+        "1",
+        "--json",
+        s(&json),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(rows[0]["n_recv"], 256);
+    assert_eq!(rows[0]["n_send"], 300);
+    assert_eq!(rows[1]["n_send"], 128);
+    // Receiver sends its hello and 256 points; tags are 40 + ⌈log2(256·300)⌉ = 57 bits = 8 bytes.
+    let hello = rows[0]["bytes_receiver_to_sender"].as_u64().unwrap() - (256 * 32 + 4);
+    assert_eq!(
+        rows[0]["bytes_sender_to_receiver"].as_u64().unwrap(),
+        hello + (300 * 32 + 4) + (256 * 8 + 4)
+    );
+}
