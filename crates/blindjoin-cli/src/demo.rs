@@ -205,7 +205,7 @@ fn print_summary(
         human_bytes(r.traffic.bytes_received),
         human_bytes(total),
         total as f64 / (items as f64 / 2.0),
-        r.traffic.flights_sent + s.traffic.flights_sent
+        spec.protocol.flights()
     );
     for (name, rep) in [("receiver", r), ("sender", s)] {
         let phases: Vec<String> = rep

@@ -12,7 +12,7 @@ use crate::report::{
 };
 use blindjoin_core::channel::metered::Metered;
 use blindjoin_core::channel::tcp::TcpChannel;
-use blindjoin_core::item::{ITEM_DOMAIN, Item, hash_to_item};
+use blindjoin_core::item::{Item, items_from_records};
 use blindjoin_psi::{Protocol, RunOptions};
 use rayon::prelude::*;
 use std::net::TcpListener;

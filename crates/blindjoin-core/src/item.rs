@@ -1,16 +1,17 @@
 //! Input records as fixed-width items, by domain-separated hashing.
 //!
 //! A record is any byte string (after the caller's normalisation). [`hash_to_item`] maps it to a
-//! 128-bit [`Item`] as `SHA-256(len(domain) ‖ domain ‖ len(bytes) ‖ bytes)` truncated, with
-//! 64-bit little-endian lengths: every input has exactly one encoding, so `"ab"` and `"ab\0"`
+//! 128-bit [`Item`] as `SHA-256(len(domain) ‖ domain ‖ pad ‖ len(bytes) ‖ bytes)` truncated, with
+//! 64-bit little-endian lengths and `pad` the zero bytes that complete the domain's 64-byte
+//! block: every input has exactly one encoding, so `"ab"` and `"ab\0"`
 //! (or a domain/record split moved by one byte) can never collide by construction, only by a
 //! SHA-256 collision. Two distinct records of a run map to the same item with probability at
 //! most n²/2¹²⁹, which is below 2⁻⁴⁰ for any n < 2⁴⁴.
 //!
-//! SHA-256 was chosen over BLAKE3 by measurement on short records (`cargo bench -p
-//! blindjoin-core --bench item_hash`): with the SHA extensions of current x86-64 CPUs it is the
-//! faster of the two for inputs under 64 bytes, which is what identifiers are (see
-//! docs/BENCHMARKS.md).
+//! SHA-256 was chosen over BLAKE3 by measurement on identifier-sized records (`cargo bench -p
+//! blindjoin-core --bench item_hash`, docs/BENCHMARKS.md): with the domain block precomputed,
+//! a record under 47 bytes costs one SHA-256 compression, which the SHA extensions of current
+//! x86-64 CPUs make faster than BLAKE3's single-chunk path.
 //!
 //! Items do not depend on the session: the receiver computes them once and keeps the map back to
 //! its rows. Every hash a protocol computes *from* items mixes in the session id
@@ -34,10 +35,16 @@ pub fn update_prefixed(hasher: &mut Sha256, bytes: &[u8]) {
     hasher.update(bytes);
 }
 
-/// A SHA-256 state that has absorbed the length-prefixed `domain`.
+/// A SHA-256 state that has absorbed the length-prefixed `domain`, zero-padded to a whole
+/// number of 64-byte blocks. The padding is fixed by the domain's length, so the encoding stays
+/// injective; it lets a cloned state hash a short record with a single block compression.
 pub fn domain_hasher(domain: &[u8]) -> Sha256 {
     let mut h = Sha256::new();
     update_prefixed(&mut h, domain);
+    let used = (8 + domain.len()) % 64;
+    if used != 0 {
+        h.update(&[0u8; 64][..64 - used]);
+    }
     h
 }
 
@@ -91,9 +98,11 @@ mod tests {
 
     #[test]
     fn known_answer() {
-        // SHA-256(le64(3) ‖ "dom" ‖ le64(3) ‖ "abc"), first 16 bytes; computed independently with
-        // Python's hashlib: hashlib.sha256((3).to_bytes(8,'little')+b'dom'+(3).to_bytes(8,'little')+b'abc').
-        let expect = "9ec9c148df0b609c50133f749d1115a0";
+        // SHA-256(le64(3) ‖ "dom" ‖ 53 zero bytes ‖ le64(3) ‖ "abc"), first 16 bytes, computed
+        // independently with Python's hashlib:
+        // p = (3).to_bytes(8,'little') + b'dom'; p += bytes(-len(p) % 64)
+        // hashlib.sha256(p + (3).to_bytes(8,'little') + b'abc').hexdigest()[:32]
+        let expect = "e41c23f318b71e3fc0326c9478d15720";
         let got: String = hash_to_item(b"dom", b"abc")
             .0
             .iter()

@@ -2,8 +2,10 @@
 //!
 //! Bytes are counted as they would cross a byte stream: payload plus the
 //! [`FRAME_HEADER_LEN`]-byte length prefix of every frame, whatever the transport underneath.
-//! A *flight* is a run of frames this party sends with no receive in between; the number of
-//! communication rounds of a run is the sum of both parties' flights.
+//! A *flight* is a run of frames this party sends with no receive in between. When a protocol
+//! receives in one thread while it sends in another, flights interleave arbitrarily, so they
+//! count activity, not latency rounds; a protocol's rounds are a property of its message flow
+//! (`blindjoin_psi::Protocol::flights`).
 
 use super::{Channel, FRAME_HEADER_LEN, FrameReceiver, FrameSender};
 use crate::Result;
