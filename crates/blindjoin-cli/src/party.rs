@@ -90,8 +90,8 @@ pub struct FileParty<'a> {
 
 /// Maps the distinct keys to items, in parallel.
 pub fn items_of(keys: &[Vec<u8>]) -> Vec<Item> {
-    keys.par_iter()
-        .map(|k| hash_to_item(ITEM_DOMAIN, k))
+    keys.par_chunks(1 << 12)
+        .flat_map_iter(items_from_records)
         .collect()
 }
 
