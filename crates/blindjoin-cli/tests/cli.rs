@@ -398,3 +398,96 @@ fn bench_runs_two_processes_and_checks_the_result() {
         hello + (300 * 32 + 4) + (256 * 8 + 4)
     );
 }
+
+#[test]
+fn empty_inputs_give_an_empty_intersection_with_the_header_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, out) = (
+        dir.path().join("a.csv"),
+        dir.path().join("b.csv"),
+        dir.path().join("o.csv"),
+    );
+    std::fs::write(&a, "id,email\n").unwrap();
+    std::fs::write(&b, "id,email\n1,x@y.org\n").unwrap();
+    let (recv, addr, err) = spawn_listener(&[
+        "receive",
+        "--input",
+        s(&a),
+        "--column",
+        "email",
+        "--output",
+        s(&out),
+    ]);
+    let send = run(&[
+        "send",
+        "--connect",
+        &addr,
+        "--input",
+        s(&b),
+        "--column",
+        "email",
+    ]);
+    assert!(
+        send.status.success(),
+        "{}",
+        String::from_utf8_lossy(&send.stderr)
+    );
+    let (ok, rerr) = finish(recv, err);
+    assert!(ok, "{rerr}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "id,email\n");
+}
+
+#[test]
+fn phone_numbers_match_across_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "120", "80", "30", "21");
+    let out = dir.path().join("o.csv");
+    let json = dir.path().join("r.json");
+    let (recv, addr, err) = spawn_listener(&[
+        "receive",
+        "--input",
+        s(&a),
+        "--column",
+        "phone",
+        "--normalize",
+        "phone",
+        "--output",
+        s(&out),
+        "--json",
+        s(&json),
+    ]);
+    let send = run(&[
+        "send",
+        "--connect",
+        &addr,
+        "--input",
+        s(&b),
+        "--column",
+        "phone",
+        "--normalize",
+        "phone",
+    ]);
+    assert!(
+        send.status.success(),
+        "{}",
+        String::from_utf8_lossy(&send.stderr)
+    );
+    assert!(finish(recv, err).0);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // The generator writes each shared person's phone in a different format in each file.
+    assert_eq!(report["intersection"]["distinct_keys"], 30);
+    let (_, rows) = read_csv(&out);
+    let (_, ra) = read_csv(&a);
+    let (_, rb) = read_csv(&b);
+    // Independent check on the digits only (country code always present in some form).
+    let digits = |p: &str| {
+        let d: String = p.chars().filter(char::is_ascii_digit).collect();
+        d.strip_prefix("00").map(str::to_owned).unwrap_or(d)
+    };
+    let theirs: HashSet<String> = rb.iter().map(|r| digits(&r[3])).collect();
+    let expected: Vec<Vec<String>> = ra
+        .into_iter()
+        .filter(|r| !r[3].trim().is_empty() && theirs.contains(&digits(&r[3])))
+        .collect();
+    assert_eq!(rows, expected);
+}
