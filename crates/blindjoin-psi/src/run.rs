@@ -3,7 +3,7 @@
 use blindjoin_core::handshake::{Role, Session, SessionConfig};
 use serde::Serialize;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// A progress callback: `(phase, done, total)` in items.
 pub type Progress = Arc<dyn Fn(&'static str, u64, u64) + Send + Sync>;
@@ -85,11 +85,6 @@ impl Phases {
         let now = Instant::now();
         self.0.push((name, now.duration_since(start).as_secs_f64()));
         now
-    }
-
-    /// Adds a measured duration.
-    pub fn push(&mut self, name: &'static str, d: Duration) {
-        self.0.push((name, d.as_secs_f64()));
     }
 }
 

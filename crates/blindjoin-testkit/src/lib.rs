@@ -13,7 +13,7 @@ use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
 use rand::seq::SliceRandom;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 /// A seeded cryptographic RNG (ChaCha20) for reproducible tests.
@@ -225,13 +225,4 @@ impl<C: Channel> Channel for Tamper<C> {
             }),
         )
     }
-}
-
-/// Groups records by value: the map from each distinct record to the indices carrying it.
-pub fn index_of_values(records: &[Vec<u8>]) -> HashMap<&[u8], Vec<usize>> {
-    let mut m: HashMap<&[u8], Vec<usize>> = HashMap::new();
-    for (i, r) in records.iter().enumerate() {
-        m.entry(r.as_slice()).or_default().push(i);
-    }
-    m
 }
