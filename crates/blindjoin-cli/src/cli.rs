@@ -191,26 +191,22 @@ pub fn check_insecure(protocol: Protocol, insecure: bool) -> CliResult<()> {
     Ok(())
 }
 
-fn init_threads(threads: Option<usize>) -> CliResult<()> {
-    if let Some(t) = threads {
-        if t == 0 {
-            return Err(CliError::Usage("--threads must be at least 1".into()));
-        }
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(t)
-            .build_global()
-            .map_err(|e| CliError::Usage(format!("cannot start {t} threads: {e}")))?;
+/// Runs the parsed command on a pool of `--threads` workers (all cores by default), with the
+/// command itself on a worker: with one thread, parallel steps then run inline instead of being
+/// handed to a second, idle-spinning thread.
+pub fn run(cli: Cli) -> CliResult<()> {
+    if cli.threads == Some(0) {
+        return Err(CliError::Usage("--threads must be at least 1".into()));
     }
-    Ok(())
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(cli.threads.unwrap_or(0))
+        .build()
+        .map_err(|e| CliError::Usage(format!("cannot start the worker threads: {e}")))?;
+    pool.install(|| dispatch(cli.command, cli.threads))
 }
 
-/// Runs the parsed command.
-pub fn run(cli: Cli) -> CliResult<()> {
-    // `bench` runs its parties as processes with their own --threads; the others share one pool.
-    if !matches!(cli.command, Command::Bench(_)) {
-        init_threads(cli.threads)?;
-    }
-    match cli.command {
+fn dispatch(command: Command, threads: Option<usize>) -> CliResult<()> {
+    match command {
         Command::Demo(a) => {
             check_insecure(a.protocol, a.insecure)?;
             demo::run(&demo::DemoSpec {
@@ -249,7 +245,7 @@ pub fn run(cli: Cli) -> CliResult<()> {
             );
             Ok(())
         }
-        Command::Bench(a) => bench::run(&a, cli.threads),
+        Command::Bench(a) => bench::run(&a, threads),
         Command::BenchParty(a) => bench::run_party(&a),
         Command::Protocols => {
             for p in Protocol::ALL {
