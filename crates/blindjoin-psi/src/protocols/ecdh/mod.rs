@@ -38,10 +38,12 @@
 //! - Ristretto255 instead of a NIST curve: a prime-order group with canonical encodings, so a
 //!   point from the peer either decodes into the group or is rejected (no cofactor or invalid-curve
 //!   cases to check).
-//! - Scalars are drawn as k ≠ 0 and the implementation multiplies by k/2 and then uses
-//!   `double_and_compress_batch`, which compresses a whole frame with one field inversion.
-//!   The result is the same point as k·P.
+//! - Hashing to the group, decoding, scalar multiplication and encoding run eight points at a
+//!   time in AVX-512 IFMA lanes with the shared secret scalar ([`batch`]), with dalek as the
+//!   fallback on other CPUs; the bytes are dalek's exactly, so both kinds of CPU interoperate.
 
+#[doc(hidden)]
+pub mod batch;
 mod receiver;
 mod sender;
 
@@ -51,7 +53,6 @@ pub use sender::send;
 use blindjoin_core::handshake::Session;
 use blindjoin_core::item::{Item, update_prefixed};
 use blindjoin_core::{Error, Result};
-use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
 use rand::CryptoRng;
 use rayon::prelude::*;
@@ -73,10 +74,10 @@ pub(crate) fn params() -> Vec<(String, String)> {
     ]
 }
 
-/// A secret exponent k ≠ 0, held as k/2 for the batched doubling compression.
-pub(crate) struct HalfKey(Scalar);
+/// A secret exponent k ≠ 0.
+pub(crate) struct Key(Scalar);
 
-impl HalfKey {
+impl Key {
     pub(crate) fn random(rng: &mut impl CryptoRng) -> Self {
         loop {
             let mut wide = [0u8; 64];
@@ -84,19 +85,24 @@ impl HalfKey {
             let k = Scalar::from_bytes_mod_order_wide(&wide);
             wide.zeroize();
             if k != Scalar::ZERO {
-                return HalfKey(k * Scalar::from(2u8).invert());
+                return Key(k);
             }
         }
     }
 }
 
-impl Drop for HalfKey {
+impl Drop for Key {
     fn drop(&mut self) {
         self.0.zeroize();
     }
 }
 
-/// Hashes items to the group under the session's domain.
+/// Points per unit of parallel work: 32 groups of the batch engine's 8 lanes, so that one
+/// inversion serves many points and rayon still has work to spread.
+const PAR_POINTS: usize = 256;
+
+/// Hashes items to the group under the session's domain: the 64 uniform bytes that
+/// `RistrettoPoint::from_uniform_bytes` maps to the group (RFC 9496 §4.3.4, applied twice).
 pub(crate) struct GroupHash {
     base: Sha256,
 }
@@ -108,7 +114,7 @@ impl GroupHash {
         }
     }
 
-    fn point(&self, item: &Item) -> RistrettoPoint {
+    fn uniform(&self, item: &Item) -> [u8; 64] {
         let mut wide = [0u8; 64];
         for (half, out) in wide.chunks_exact_mut(32).enumerate() {
             let mut h = self.base.clone();
@@ -116,58 +122,57 @@ impl GroupHash {
             update_prefixed(&mut h, &item.0);
             out.copy_from_slice(&h.finalize());
         }
-        RistrettoPoint::from_uniform_bytes(&wide)
+        wide
     }
 }
 
-/// `compress(k·H(x))` for each item, appended to `out` (parallel over rayon's pool).
-pub(crate) fn blind_items(items: &[Item], h: &GroupHash, key: &HalfKey, out: &mut Vec<u8>) {
-    let halves: Vec<RistrettoPoint> = items.par_iter().map(|x| h.point(x) * key.0).collect();
-    compress_doubled(&halves, out);
+/// `compress(k·H(x))` for each item, appended to `out` (parallel over rayon's pool, each part
+/// through the batch engine of [`batch`]).
+pub(crate) fn blind_items(items: &[Item], h: &GroupHash, key: &Key, out: &mut Vec<u8>) {
+    let parts: Vec<Vec<u8>> = items
+        .par_chunks(PAR_POINTS)
+        .map(|chunk| {
+            let uniform: Vec<[u8; 64]> = chunk.iter().map(|x| h.uniform(x)).collect();
+            let mut part = Vec::with_capacity(chunk.len() * POINT_LEN);
+            batch::hash_mul_compress(&uniform, &key.0, &mut part);
+            part
+        })
+        .collect();
+    out.reserve(items.len() * POINT_LEN);
+    for p in &parts {
+        out.extend_from_slice(p);
+    }
 }
 
-/// Decodes a frame of compressed points and returns `compress(k·P)` for each, appended to
-/// `out`. A point that does not decode is an error naming its position.
+/// Decodes a frame of compressed points and appends `compress(k·P)` for each to `out`. A
+/// point that does not decode is an error naming its position in the whole message.
 pub(crate) fn reblind_frame(
     frame: &[u8],
     first_index: u64,
     what: &'static str,
-    key: &HalfKey,
+    key: &Key,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let halves: Vec<RistrettoPoint> = frame
-        .par_chunks_exact(POINT_LEN)
+    let parts: Vec<Vec<u8>> = frame
+        .par_chunks(PAR_POINTS * POINT_LEN)
         .enumerate()
-        .map(|(i, bytes)| {
-            CompressedRistretto::from_slice(bytes)
-                .ok()
-                .and_then(|c| c.decompress())
-                .map(|p| p * key.0)
-                .ok_or_else(|| {
-                    Error::malformed(
-                        what,
-                        format!(
-                            "element {} is not a valid Ristretto255 point",
-                            first_index + i as u64
-                        ),
-                    )
-                })
+        .map(|(c, chunk)| {
+            let mut part = Vec::with_capacity(chunk.len());
+            batch::decompress_mul_compress(chunk, &key.0, &mut part).map_err(|i| {
+                let at = first_index + (c * PAR_POINTS + i) as u64;
+                Error::malformed(
+                    what,
+                    format!("element {at} is not a valid Ristretto255 point"),
+                )
+            })?;
+            Ok(part)
         })
         .collect::<Result<_>>()?;
-    compress_doubled(&halves, out);
-    Ok(())
-}
-
-fn compress_doubled(halves: &[RistrettoPoint], out: &mut Vec<u8>) {
-    // One inversion per rayon split; the batch is the whole slice for one thread.
-    let parts: Vec<Vec<CompressedRistretto>> = halves
-        .par_chunks(1024)
-        .map(RistrettoPoint::double_and_compress_batch)
-        .collect();
-    out.reserve(halves.len() * POINT_LEN);
-    for c in parts.iter().flatten() {
-        out.extend_from_slice(c.as_bytes());
+    out.reserve(frame.len());
+    for p in &parts {
+        out.extend_from_slice(p);
     }
+    Ok(())
 }
 
 /// Truncated tags `T(P)` of a frame of compressed points, appended to `out`.

@@ -1,6 +1,6 @@
 //! The receiver's side of `ecdh` (see the module doc for the message flow).
 
-use super::{GroupHash, HalfKey, NAME, POINT_LEN, blind_items, params, reblind_frame, tags_of};
+use super::{GroupHash, Key, NAME, POINT_LEN, blind_items, params, reblind_frame, tags_of};
 use crate::params::tag_bytes;
 use crate::protocols::common::{
     CHUNK, check_tag_len, forward_bulk, match_tags, pipelined, queue_closed, tag_from_bytes,
@@ -38,7 +38,7 @@ pub fn receive<C: Channel + ?Sized>(
     let (n1, n2) = (items.len() as u64, session.sender_size);
     let tag_len = tag_bytes(session.lambda, n1, n2);
     check_tag_len(tag_len)?;
-    let key = HalfKey::random(rng);
+    let key = Key::random(rng);
     let hash = GroupHash::new(&session);
 
     let (queue_tx, queue_rx) = mpsc::channel();

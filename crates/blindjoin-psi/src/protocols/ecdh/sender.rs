@@ -1,6 +1,6 @@
 //! The sender's side of `ecdh` (see the module doc for the message flow).
 
-use super::{GroupHash, HalfKey, NAME, POINT_LEN, blind_items, params, reblind_frame, tags_of};
+use super::{GroupHash, Key, NAME, POINT_LEN, blind_items, params, reblind_frame, tags_of};
 use crate::params::tag_bytes;
 use crate::protocols::common::{
     CHUNK, check_tag_len, forward_bulk, pipelined, queue_closed, validate_security,
@@ -34,7 +34,7 @@ pub fn send<C: Channel + ?Sized>(
     let (n1, n2) = (session.receiver_size, items.len() as u64);
     let tag_len = tag_bytes(session.lambda, n1, n2);
     check_tag_len(tag_len)?;
-    let key = HalfKey::random(rng);
+    let key = Key::random(rng);
     let hash = GroupHash::new(&session);
     let mut order: Vec<usize> = (0..items.len()).collect();
     order.shuffle(rng);

@@ -1,0 +1,109 @@
+//! Per-point cost of the batched Ristretto255 engine of `protocols::ecdh::batch` against dalek,
+//! on 4096 points and one thread: hash-to-group then multiply and compress, and decompress then
+//! multiply and compress. Divide the time per iteration by 4096 (or read the throughput).
+#![allow(missing_docs)]
+
+use blindjoin_psi::protocols::ecdh::batch::__bench;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
+use curve25519_dalek::scalar::Scalar;
+use rand::RngCore;
+use std::hint::black_box;
+use std::time::Duration;
+
+const N: usize = 4096;
+
+fn inputs() -> (Vec<[u8; 64]>, Vec<u8>, Scalar) {
+    let mut rng = blindjoin_testkit::rng(7);
+    let uniform: Vec<[u8; 64]> = (0..N)
+        .map(|_| {
+            let mut u = [0u8; 64];
+            rng.fill_bytes(&mut u);
+            u
+        })
+        .collect();
+    let points: Vec<u8> = uniform
+        .iter()
+        .flat_map(|u| RistrettoPoint::from_uniform_bytes(u).compress().to_bytes())
+        .collect();
+    let mut wide = [0u8; 64];
+    rng.fill_bytes(&mut wide);
+    (uniform, points, Scalar::from_bytes_mod_order_wide(&wide))
+}
+
+/// The dalek path: `compress(k · from_uniform_bytes(u))` point by point.
+fn dalek_hash(uniform: &[[u8; 64]], k: &Scalar) -> Vec<u8> {
+    let mut out = Vec::with_capacity(uniform.len() * 32);
+    for u in uniform {
+        let p = RistrettoPoint::from_uniform_bytes(u) * k;
+        out.extend_from_slice(p.compress().as_bytes());
+    }
+    out
+}
+
+/// The dalek path: `compress(k · decompress(P))` point by point (invalid points skipped).
+fn dalek_reblind(points: &[u8], k: &Scalar) -> Vec<u8> {
+    let mut out = Vec::with_capacity(points.len());
+    for chunk in points.chunks_exact(32) {
+        let p = CompressedRistretto::from_slice(chunk)
+            .ok()
+            .and_then(|c| c.decompress());
+        if let Some(p) = p {
+            out.extend_from_slice((p * k).compress().as_bytes());
+        }
+    }
+    out
+}
+
+fn bench(c: &mut Criterion) {
+    let (uniform, points, k) = inputs();
+    // The engine must agree with dalek before its speed means anything.
+    let mut hashed = Vec::new();
+    __bench::hash_mul_compress(&uniform, &k, &mut hashed);
+    let mut reblinded = Vec::new();
+    let ok = __bench::decompress_mul_compress(&points, &k, &mut reblinded).is_ok();
+    assert!(ok && hashed == dalek_hash(&uniform, &k) && reblinded == dalek_reblind(&points, &k));
+
+    let engine = if __bench::simd_available() {
+        "batch_avx512ifma"
+    } else {
+        "batch_portable"
+    };
+
+    let mut g = c.benchmark_group("hash_mul_compress");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(5));
+    g.bench_function(engine, |b| {
+        let mut out = Vec::with_capacity(N * 32);
+        b.iter(|| {
+            out.clear();
+            __bench::hash_mul_compress(black_box(&uniform), &k, &mut out);
+            black_box(&out);
+        })
+    });
+    g.bench_function("dalek", |b| {
+        b.iter(|| black_box(dalek_hash(black_box(&uniform), &k)))
+    });
+    g.finish();
+
+    let mut g = c.benchmark_group("decompress_mul_compress");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(5));
+    g.bench_function(engine, |b| {
+        let mut out = Vec::with_capacity(N * 32);
+        b.iter(|| {
+            out.clear();
+            let r = __bench::decompress_mul_compress(black_box(&points), &k, &mut out);
+            black_box((r.is_ok(), &out));
+        })
+    });
+    g.bench_function("dalek", |b| {
+        b.iter(|| black_box(dalek_reblind(black_box(&points), &k)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,914 @@
+//! Tests of the batch engine: the eight-lane field against a plain big-integer reference, and
+//! both entry points against dalek, bit for bit.
+
+use super::*;
+use curve25519_dalek::constants::RISTRETTO_BASEPOINT_POINT;
+use rand::{Rng, RngCore};
+
+// ----------------------------------------------------------------------------------------------
+// Reference arithmetic mod p = 2^255 − 19 on little-endian 64-bit words (slow and obvious).
+// ----------------------------------------------------------------------------------------------
+
+type U256 = [u64; 4];
+
+const P: U256 = [
+    0xffff_ffff_ffff_ffed,
+    u64::MAX,
+    u64::MAX,
+    0x7fff_ffff_ffff_ffff,
+];
+
+/// (p − 5)/8 = 2^252 − 3.
+const P58: U256 = [
+    0xffff_ffff_ffff_fffd,
+    u64::MAX,
+    u64::MAX,
+    0x0fff_ffff_ffff_ffff,
+];
+
+fn geq(a: &U256, b: &U256) -> bool {
+    for i in (0..4).rev() {
+        if a[i] != b[i] {
+            return a[i] > b[i];
+        }
+    }
+    true
+}
+
+fn sub_raw(a: &U256, b: &U256) -> U256 {
+    let mut out = [0u64; 4];
+    let mut borrow = 0u64;
+    for i in 0..4 {
+        let (d, b1) = a[i].overflowing_sub(b[i]);
+        let (d, b2) = d.overflowing_sub(borrow);
+        out[i] = d;
+        borrow = (b1 | b2) as u64;
+    }
+    out
+}
+
+/// Reduces any number given as little-endian words (at most 2^512) mod p.
+fn r_reduce(words: &[u64]) -> U256 {
+    let mut w = [0u64; 8];
+    w[..words.len()].copy_from_slice(words);
+    // lo + 2^256·hi ≡ lo + 38·hi
+    let mut t = [0u64; 5];
+    let mut carry = 0u128;
+    for i in 0..4 {
+        let s = w[i] as u128 + 38 * w[i + 4] as u128 + carry;
+        t[i] = s as u64;
+        carry = s >> 64;
+    }
+    t[4] = carry as u64;
+    // fold bits ≥ 255: 2^255 ≡ 19
+    let c = (t[4] << 1) | (t[3] >> 63);
+    t[3] &= (1 << 63) - 1;
+    let mut carry = 19 * c as u128;
+    let mut out = [0u64; 4];
+    for i in 0..4 {
+        let s = t[i] as u128 + carry;
+        out[i] = s as u64;
+        carry = s >> 64;
+    }
+    while geq(&out, &P) {
+        out = sub_raw(&out, &P);
+    }
+    out
+}
+
+fn r_add(a: &U256, b: &U256) -> U256 {
+    let mut w = [0u64; 5];
+    let mut carry = 0u128;
+    for i in 0..4 {
+        let s = a[i] as u128 + b[i] as u128 + carry;
+        w[i] = s as u64;
+        carry = s >> 64;
+    }
+    w[4] = carry as u64;
+    r_reduce(&w)
+}
+
+fn r_neg(a: &U256) -> U256 {
+    r_reduce(&sub_raw(&P, &r_reduce(a)))
+}
+
+fn r_sub(a: &U256, b: &U256) -> U256 {
+    r_add(a, &r_neg(b))
+}
+
+fn r_mul(a: &U256, b: &U256) -> U256 {
+    let mut w = [0u128; 9];
+    for i in 0..4 {
+        let mut carry = 0u128;
+        for j in 0..4 {
+            let s = w[i + j] + a[i] as u128 * b[j] as u128 + carry;
+            w[i + j] = s & u64::MAX as u128;
+            carry = s >> 64;
+        }
+        w[i + 4] += carry;
+    }
+    let words: Vec<u64> = w[..8].iter().map(|&x| x as u64).collect();
+    r_reduce(&words)
+}
+
+fn r_pow(a: &U256, e: &U256) -> U256 {
+    let mut acc = r_from_u64(1);
+    for i in (0..256).rev() {
+        acc = r_mul(&acc, &acc);
+        if (e[i / 64] >> (i % 64)) & 1 == 1 {
+            acc = r_mul(&acc, a);
+        }
+    }
+    acc
+}
+
+fn r_from_u64(x: u64) -> U256 {
+    [x, 0, 0, 0]
+}
+
+fn r_is_negative(a: &U256) -> bool {
+    r_reduce(a)[0] & 1 == 1
+}
+
+/// dalek's `FieldElement::sqrt_ratio_i`, transcribed with the reference arithmetic.
+fn r_sqrt_ratio_i(u: &U256, v: &U256) -> (bool, U256) {
+    let i = r_from_limbs(&field::consts::SQRT_M1);
+    let v3 = r_mul(&r_mul(v, v), v);
+    let v7 = r_mul(&r_mul(&v3, &v3), v);
+    let mut r = r_mul(&r_mul(u, &v3), &r_pow(&r_mul(u, &v7), &P58));
+    let check = r_mul(v, &r_mul(&r, &r));
+    let correct = check == r_reduce(u);
+    let flipped = check == r_neg(u);
+    let flipped_i = check == r_neg(&r_mul(u, &i));
+    if flipped || flipped_i {
+        r = r_mul(&r, &i);
+    }
+    if r_is_negative(&r) {
+        r = r_neg(&r);
+    }
+    (correct || flipped, r)
+}
+
+/// The value of radix-2^51 limbs (each below 2^64), mod p.
+fn r_from_limbs(l: &[u64; 5]) -> U256 {
+    let mut w = [0u64; 8];
+    for (j, &limb) in l.iter().enumerate() {
+        let shift = 51 * j;
+        let v = (limb as u128) << (shift % 64);
+        let k = shift / 64;
+        let mut carry = 0u128;
+        for (t, part) in [v as u64, (v >> 64) as u64, 0].into_iter().enumerate() {
+            let s = w[k + t] as u128 + part as u128 + carry;
+            w[k + t] = s as u64;
+            carry = s >> 64;
+        }
+    }
+    r_reduce(&w)
+}
+
+/// Canonical radix-2^51 limbs of a reduced value.
+fn r_to_limbs(a: &U256) -> [u64; 5] {
+    let m = field::MASK51;
+    [
+        a[0] & m,
+        ((a[0] >> 51) | (a[1] << 13)) & m,
+        ((a[1] >> 38) | (a[2] << 26)) & m,
+        ((a[2] >> 25) | (a[3] << 39)) & m,
+        a[3] >> 12,
+    ]
+}
+
+fn r_to_bytes(a: &U256) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    for i in 0..4 {
+        out[8 * i..8 * i + 8].copy_from_slice(&a[i].to_le_bytes());
+    }
+    out
+}
+
+fn r_from_bytes(b: &[u8; 32]) -> U256 {
+    let mut w = [0u64; 4];
+    for (i, word) in w.iter_mut().enumerate() {
+        let mut le = [0u8; 8];
+        le.copy_from_slice(&b[8 * i..8 * i + 8]);
+        *word = u64::from_le_bytes(le);
+    }
+    w
+}
+
+#[test]
+fn reference_arithmetic_is_sane() {
+    let minus_one = sub_raw(&P, &r_from_u64(1));
+    assert_eq!(r_mul(&minus_one, &minus_one), r_from_u64(1));
+    assert_eq!(r_add(&minus_one, &r_from_u64(1)), [0; 4]);
+    assert_eq!(r_reduce(&P), [0; 4]);
+    // Fermat: a^(p−1) = 1
+    let a = r_from_u64(123456789);
+    assert_eq!(r_pow(&a, &sub_raw(&P, &r_from_u64(1))), r_from_u64(1));
+    assert_eq!(r_from_limbs(&r_to_limbs(&minus_one)), minus_one);
+}
+
+#[test]
+fn constants_satisfy_their_definitions() {
+    use field::consts::*;
+    let r = |l: &[u64; 5]| {
+        for (j, &limb) in l.iter().enumerate() {
+            assert!(limb < 1 << 51, "limb {j} of a constant not canonical");
+        }
+        r_from_limbs(l)
+    };
+    let one = r_from_u64(1);
+    let d = r(&EDWARDS_D);
+    assert_eq!(r(&MINUS_ONE), r_neg(&one));
+    assert_eq!(r(&ONE), one);
+    // d = −121665/121666
+    assert_eq!(r_mul(&d, &r_from_u64(121666)), r_neg(&r_from_u64(121665)));
+    assert_eq!(r(&EDWARDS_D2), r_add(&d, &d));
+    assert_eq!(r(&ONE_MINUS_EDWARDS_D_SQUARED), r_sub(&one, &r_mul(&d, &d)));
+    let dm1 = r_sub(&d, &one);
+    assert_eq!(r(&EDWARDS_D_MINUS_ONE_SQUARED), r_mul(&dm1, &dm1));
+    let sq = r(&SQRT_M1);
+    assert_eq!(r_mul(&sq, &sq), r_neg(&one));
+    // a·d − 1 = −d − 1 and a − d = −1 − d
+    let minus_d_minus_one = r_sub(&r_neg(&d), &one);
+    let s = r(&SQRT_AD_MINUS_ONE);
+    assert_eq!(r_mul(&s, &s), minus_d_minus_one);
+    let inv = r(&INVSQRT_A_MINUS_D);
+    assert_eq!(r_mul(&r_mul(&inv, &inv), &minus_d_minus_one), one);
+}
+
+// ----------------------------------------------------------------------------------------------
+// The eight-lane field against the reference.
+// ----------------------------------------------------------------------------------------------
+
+/// Declares a test that runs a target-feature body when the CPU has the features (and says
+/// so when it does not).
+macro_rules! simd_test {
+    ($name:ident, $body:ident) => {
+        #[test]
+        fn $name() {
+            if !simd_available() {
+                eprintln!(
+                    "{}: skipped, no AVX-512 IFMA on this CPU",
+                    stringify!($name)
+                );
+                return;
+            }
+            // SAFETY: the CPU supports avx512f, avx512ifma, avx512vl and avx512dq (checked above).
+            unsafe { $body() }
+        }
+    };
+}
+
+use field::{Fe8, Fe8L, Limbs};
+
+const M51: u64 = (1 << 51) - 1;
+/// The tight bound on every limb.
+const TIGHT: u64 = (1 << 51) + (1 << 17);
+/// The largest tight element: every limb at its bound.
+const MAX_TIGHT: Limbs = [TIGHT - 1; 5];
+
+fn p_plus(j: u64) -> Limbs {
+    let mut l = r_to_limbs(&P);
+    l[0] += j;
+    l
+}
+
+/// Tight inputs: edge cases first, then random tight limbs and random canonical values.
+fn tight_samples(rng: &mut impl RngCore, n: usize) -> Vec<Limbs> {
+    let minus_one = sub_raw(&P, &r_from_u64(1));
+    let mut v = vec![
+        [0; 5],
+        [1, 0, 0, 0, 0],
+        [2, 0, 0, 0, 0],
+        r_to_limbs(&minus_one),
+        r_to_limbs(&P),
+        p_plus(1),
+        p_plus(18),
+        // 2^255 − 1
+        [M51; 5],
+        MAX_TIGHT,
+        [TIGHT - 1, 0, TIGHT - 1, 0, TIGHT - 1],
+        [0, TIGHT - 1, 0, TIGHT - 1, 0],
+        [M51, TIGHT - 1, M51, TIGHT - 1, M51],
+        field::consts::SQRT_M1,
+        [1 << 51; 5],
+        [0, 0, 0, 0, 1],
+        [TIGHT - 1, 0, 0, 0, 0],
+        [0, 0, 0, 0, TIGHT - 1],
+    ];
+    while v.len() < n {
+        if rng.random::<bool>() {
+            let mut l = [0u64; 5];
+            for limb in l.iter_mut() {
+                *limb = rng.next_u64() % TIGHT;
+            }
+            v.push(l);
+        } else {
+            let mut b = [0u8; 32];
+            rng.fill_bytes(&mut b);
+            v.push(r_to_limbs(&r_reduce(&r_from_bytes(&b))));
+        }
+    }
+    v
+}
+
+fn lanes(v: &[Limbs], offset: usize) -> [Limbs; 8] {
+    let mut out = [[0u64; 5]; 8];
+    for (l, o) in out.iter_mut().enumerate() {
+        *o = v[(offset + l) % v.len()];
+    }
+    out
+}
+
+fn assert_tight(x: &[Limbs; 8]) {
+    for l in x {
+        for (j, &limb) in l.iter().enumerate() {
+            assert!(limb < TIGHT, "limb {j} = {limb:#x} not tight");
+        }
+    }
+}
+
+fn assert_below(x: &[Limbs; 8], bound: u64) {
+    for l in x {
+        for &limb in l {
+            assert!(limb < bound, "limb {limb:#x} above {bound:#x}");
+        }
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512ifma,avx512vl,avx512dq")]
+fn field_mul_sqr_body() {
+    let mut rng = blindjoin_testkit::rng(1);
+    let xs = tight_samples(&mut rng, 600);
+    for off in 0..xs.len() {
+        let a_l = lanes(&xs, off);
+        // b runs through the samples at another stride, so edge cases meet each other.
+        let b_l = lanes(&xs, off * 7 + 3);
+        let (a, b) = (Fe8::from_lanes(&a_l), Fe8::from_lanes(&b_l));
+        let prod = a.mul_l(&b).lanes();
+        assert_below(&prod, 1 << 59);
+        let sq = a.sqr_l().lanes();
+        assert_below(&sq, 1 << 59);
+        let prod_t = a.mul(&b).l().lanes();
+        assert_tight(&prod_t);
+        let sq_t = a.sqr().l().lanes();
+        assert_tight(&sq_t);
+        for l in 0..8 {
+            let (ra, rb) = (r_from_limbs(&a_l[l]), r_from_limbs(&b_l[l]));
+            assert_eq!(r_from_limbs(&prod[l]), r_mul(&ra, &rb));
+            assert_eq!(r_from_limbs(&prod_t[l]), r_mul(&ra, &rb));
+            assert_eq!(r_from_limbs(&sq[l]), r_mul(&ra, &ra));
+            assert_eq!(r_from_limbs(&sq_t[l]), r_mul(&ra, &ra));
+        }
+    }
+}
+simd_test!(field_mul_and_square_match_reference, field_mul_sqr_body);
+
+#[target_feature(enable = "avx512f,avx512ifma,avx512vl,avx512dq")]
+fn field_add_sub_body() {
+    let mut rng = blindjoin_testkit::rng(2);
+    let xs = tight_samples(&mut rng, 400);
+    // The largest subtrahends allowed: products (< 2^59) and sums of up to three.
+    let big: Limbs = [(3 << 59) - 1; 5];
+    for off in 0..xs.len() {
+        let a_l = lanes(&xs, off);
+        let b_l = lanes(&xs, off * 5 + 1);
+        let (a, b) = (Fe8::from_lanes(&a_l), Fe8::from_lanes(&b_l));
+        let prod = a.mul_l(&b);
+        let sum = a.add(&b).carry().l().lanes();
+        let diff = a.sub(&b).carry().l().lanes();
+        let neg = a.neg().l().lanes();
+        // product − (product + product) and its negation, through a carry
+        let two = prod.add(&prod);
+        let pd = prod.sub(&two).carry().l().lanes();
+        let bigl = Fe8L::from_lanes(&[big; 8]);
+        let loose = two.add(&bigl).sub(&bigl).sub(&two).carry().l().lanes();
+        for x in [&sum, &diff, &neg, &pd, &loose] {
+            assert_tight(x);
+        }
+        for l in 0..8 {
+            let (ra, rb) = (r_from_limbs(&a_l[l]), r_from_limbs(&b_l[l]));
+            let rp = r_mul(&ra, &rb);
+            assert_eq!(r_from_limbs(&sum[l]), r_add(&ra, &rb));
+            assert_eq!(r_from_limbs(&diff[l]), r_sub(&ra, &rb));
+            assert_eq!(r_from_limbs(&neg[l]), r_neg(&ra));
+            assert_eq!(r_from_limbs(&pd[l]), r_neg(&rp));
+            assert_eq!(r_from_limbs(&loose[l]), [0; 4]);
+        }
+    }
+}
+simd_test!(field_add_sub_neg_match_reference, field_add_sub_body);
+
+#[target_feature(enable = "avx512f,avx512ifma,avx512vl,avx512dq")]
+fn field_carry_canonical_body() {
+    let mut rng = blindjoin_testkit::rng(3);
+    let mut inputs: Vec<Limbs> = tight_samples(&mut rng, 200);
+    // Loose limbs up to the 2^63 the carry accepts, and every limb at that bound.
+    inputs.push([(1 << 63) - 1; 5]);
+    inputs.push([0, 0, 0, 0, (1 << 63) - 1]);
+    inputs.push([(1 << 63) - 1, 0, 0, 0, 0]);
+    for _ in 0..300 {
+        let mut l = [0u64; 5];
+        for limb in l.iter_mut() {
+            *limb = rng.next_u64() >> 1;
+        }
+        inputs.push(l);
+    }
+    // Values just below and above multiples of p, where the final reduction decides.
+    for j in 0..40u64 {
+        let mut l = r_to_limbs(&P);
+        l[0] = l[0] + j - 20;
+        inputs.push(l);
+        let mut l2 = l;
+        l2[4] += 1 << 51; // + 2^255 ≡ + 19
+        inputs.push(l2);
+    }
+    for off in (0..inputs.len()).step_by(3) {
+        let x_l = lanes(&inputs, off);
+        let x = Fe8L::from_lanes(&x_l);
+        let c = x.carry().l().lanes();
+        assert_tight(&c);
+        for l in &c {
+            assert!(l[1..].iter().all(|&limb| limb < (1 << 51) + (1 << 12)));
+        }
+        let canon = Fe8L(x.canonical()).lanes();
+        let bytes = field::bytes_from_canonical(&x.canonical());
+        let neg = x.is_negative();
+        let zero = x.is_zero();
+        for l in 0..8 {
+            let r = r_from_limbs(&x_l[l]);
+            assert_eq!(r_from_limbs(&c[l]), r);
+            assert_eq!(canon[l], r_to_limbs(&r), "lane {l} of {:x?}", x_l[l]);
+            assert_eq!(bytes[l], r_to_bytes(&r));
+            assert_eq!((neg >> l) & 1 == 1, r_is_negative(&r));
+            assert_eq!((zero >> l) & 1 == 1, r == [0; 4]);
+        }
+    }
+}
+simd_test!(
+    field_carry_and_canonical_match_reference,
+    field_carry_canonical_body
+);
+
+#[target_feature(enable = "avx512f,avx512ifma,avx512vl,avx512dq")]
+fn field_bytes_body() {
+    let mut rng = blindjoin_testkit::rng(4);
+    let mut strings: Vec<[u8; 32]> = vec![[0; 32], [0xff; 32], r_to_bytes(&P)];
+    let mut top = [0u8; 32];
+    top[31] = 0x80;
+    strings.push(top);
+    while strings.len() < 800 {
+        let mut b = [0u8; 32];
+        rng.fill_bytes(&mut b);
+        strings.push(b);
+    }
+    for group in strings.chunks_exact(8) {
+        let mut b = [[0u8; 32]; 8];
+        b.copy_from_slice(group);
+        let fe = field::fe_from_bytes(&b);
+        let raw = Fe8L(field::limbs_from_bytes(&b)).lanes();
+        let canon = field::bytes_from_canonical(&fe.l().canonical());
+        for l in 0..8 {
+            let mut masked = b[l];
+            masked[31] &= 0x7f;
+            let r = r_reduce(&r_from_bytes(&masked));
+            assert_eq!(canon[l], r_to_bytes(&r));
+            assert_eq!(r_from_limbs(&raw[l]), r_reduce(&r_from_bytes(&b[l])));
+        }
+    }
+}
+simd_test!(field_bytes_round_trip, field_bytes_body);
+
+#[target_feature(enable = "avx512f,avx512ifma,avx512vl,avx512dq")]
+fn field_sqrt_ratio_body() {
+    let mut rng = blindjoin_testkit::rng(5);
+    let xs = tight_samples(&mut rng, 160);
+    // Squares and nonsquares on purpose: u = w²·v, u = i·w²·v.
+    let i = r_from_limbs(&field::consts::SQRT_M1);
+    let mut pairs: Vec<(Limbs, Limbs)> = Vec::new();
+    for (j, x) in xs.iter().enumerate() {
+        let y = xs[(j * 3 + 1) % xs.len()];
+        let (rx, ry) = (r_from_limbs(x), r_from_limbs(&y));
+        pairs.push((*x, y));
+        let sq = r_mul(&r_mul(&ry, &ry), &rx);
+        pairs.push((r_to_limbs(&sq), *x));
+        pairs.push((r_to_limbs(&r_mul(&sq, &i)), *x));
+    }
+    pairs.push(([0; 5], [0; 5]));
+    pairs.push(([1, 0, 0, 0, 0], [0; 5]));
+    pairs.push(([0; 5], [1, 0, 0, 0, 0]));
+    pairs.push(([1, 0, 0, 0, 0], r_to_limbs(&P)));
+    for group in pairs.chunks(16) {
+        // Two interleaved chains, as in the Elligator map.
+        let mut u = [[[0u64; 5]; 8]; 2];
+        let mut v = [[[0u64; 5]; 8]; 2];
+        for (k, (uu, vv)) in group.iter().enumerate() {
+            u[k / 8][k % 8] = *uu;
+            v[k / 8][k % 8] = *vv;
+        }
+        let (ok, r) = field::sqrt_ratio_i(
+            &[Fe8::from_lanes(&u[0]), Fe8::from_lanes(&u[1])],
+            &[Fe8::from_lanes(&v[0]), Fe8::from_lanes(&v[1])],
+        );
+        for h in 0..2 {
+            let r_l = r[h].l().lanes();
+            assert_tight(&r_l);
+            for l in 0..8 {
+                let (eok, er) = r_sqrt_ratio_i(&r_from_limbs(&u[h][l]), &r_from_limbs(&v[h][l]));
+                assert_eq!((ok[h] >> l) & 1 == 1, eok);
+                assert_eq!(r_from_limbs(&r_l[l]), er);
+                // And the defining property, independently of the transcription.
+                let (ru, rv) = (r_from_limbs(&u[h][l]), r_from_limbs(&v[h][l]));
+                assert!(!r_is_negative(&er));
+                let vr2 = r_mul(&rv, &r_mul(&er, &er));
+                if rv != [0; 4] {
+                    assert_eq!(vr2, if eok { ru } else { r_mul(&i, &ru) });
+                }
+            }
+        }
+    }
+}
+simd_test!(field_sqrt_ratio_i_matches_reference, field_sqrt_ratio_body);
+
+#[target_feature(enable = "avx512f,avx512ifma,avx512vl,avx512dq")]
+fn field_invert_body() {
+    let mut rng = blindjoin_testkit::rng(13);
+    let xs = tight_samples(&mut rng, 64);
+    let p_minus_2 = sub_raw(&P, &r_from_u64(2));
+    for off in (0..xs.len()).step_by(8) {
+        let a_l = lanes(&xs, off);
+        let inv = field::invert(&Fe8::from_lanes(&a_l)).l().lanes();
+        assert_tight(&inv);
+        for l in 0..8 {
+            // a^(p−2): the inverse, and 0 for 0 (edge cases 0 and p are among the samples).
+            let expect = r_pow(&r_from_limbs(&a_l[l]), &p_minus_2);
+            assert_eq!(r_from_limbs(&inv[l]), expect);
+        }
+    }
+}
+simd_test!(field_invert_matches_reference, field_invert_body);
+
+// ----------------------------------------------------------------------------------------------
+// Scalar digits and the end-to-end functions against dalek.
+// ----------------------------------------------------------------------------------------------
+
+fn random_scalar(rng: &mut impl RngCore) -> Scalar {
+    let mut wide = [0u8; 64];
+    rng.fill_bytes(&mut wide);
+    Scalar::from_bytes_mod_order_wide(&wide)
+}
+
+/// 0, 1, 2, ℓ − 1, ℓ − 2, 2^252 and random scalars.
+fn scalars(rng: &mut impl RngCore) -> Vec<Scalar> {
+    let mut two252 = [0u8; 32];
+    two252[31] = 0x10;
+    let mut v = vec![
+        Scalar::ZERO,
+        Scalar::ONE,
+        Scalar::from(2u8),
+        -Scalar::ONE,
+        -Scalar::from(2u8),
+        Scalar::from_bytes_mod_order(two252),
+        Scalar::from(0x0888_8888_8888_8888u64),
+    ];
+    for _ in 0..3 {
+        v.push(random_scalar(rng));
+    }
+    v
+}
+
+#[test]
+fn scalar_digits_recompose() {
+    let mut rng = blindjoin_testkit::rng(6);
+    let half = Scalar::from_bytes_mod_order(HALF);
+    assert_eq!(half + half, Scalar::ONE);
+    for k in scalars(&mut rng) {
+        assert_eq!(half_digits(&k), scalar_digits(&(k * half)));
+        let d = scalar_digits(&k);
+        let mut acc = Scalar::ZERO;
+        for &di in d.iter().rev() {
+            assert!((-8..=8).contains(&di));
+            acc *= Scalar::from(16u8);
+            let m = Scalar::from(di.unsigned_abs());
+            acc += if di < 0 { -m } else { m };
+        }
+        assert_eq!(acc, k);
+    }
+}
+
+fn dalek_hash(uniform: &[[u8; 64]], k: &Scalar) -> Vec<u8> {
+    uniform
+        .iter()
+        .flat_map(|u| {
+            (RistrettoPoint::from_uniform_bytes(u) * k)
+                .compress()
+                .to_bytes()
+        })
+        .collect()
+}
+
+fn dalek_reblind(points: &[u8], k: &Scalar) -> Result<Vec<u8>, usize> {
+    let mut out = Vec::new();
+    for (i, c) in points.chunks(32).enumerate() {
+        let p = CompressedRistretto::from_slice(c)
+            .ok()
+            .and_then(|c| c.decompress())
+            .ok_or(i)?;
+        out.extend_from_slice((p * k).compress().as_bytes());
+    }
+    Ok(out)
+}
+
+fn uniform_strings(rng: &mut impl RngCore, n: usize) -> Vec<[u8; 64]> {
+    let mut v = vec![[0u8; 64], [0xff; 64]];
+    // Halves that encode p, p + 1 and 2^255 − 1 (non-canonical field elements), with and
+    // without bit 255.
+    let mut special = [0u8; 64];
+    special[..32].copy_from_slice(&r_to_bytes(&P));
+    special[32..].copy_from_slice(&r_to_bytes(&P));
+    special[32] += 1;
+    v.push(special);
+    special[31] |= 0x80;
+    v.push(special);
+    let mut s = [0u8; 64];
+    s[0] = 1;
+    s[32] = 1;
+    v.push(s);
+    while v.len() < n {
+        let mut u = [0u8; 64];
+        rng.fill_bytes(&mut u);
+        v.push(u);
+    }
+    v.truncate(n);
+    v
+}
+
+/// Encodings of random points, plus the identity and the basepoint.
+fn valid_encodings(rng: &mut impl RngCore, n: usize) -> Vec<u8> {
+    let mut v = Vec::new();
+    v.extend_from_slice(&[0u8; 32]);
+    v.extend_from_slice(RISTRETTO_BASEPOINT_POINT.compress().as_bytes());
+    for u in uniform_strings(rng, n) {
+        if v.len() >= n * 32 {
+            break;
+        }
+        v.extend_from_slice(RistrettoPoint::from_uniform_bytes(&u).compress().as_bytes());
+    }
+    v
+}
+
+/// Batch sizes: empty, partial groups, pairs of groups, and around the 128 points (16 groups)
+/// that share one inversion.
+const SIZES: [usize; 12] = [0, 1, 7, 8, 9, 16, 17, 24, 128, 129, 136, 1000];
+
+#[test]
+fn hash_mul_compress_matches_dalek() {
+    let mut rng = blindjoin_testkit::rng(7);
+    let ks = scalars(&mut rng);
+    let uniform = uniform_strings(&mut rng, 1200);
+    for (ki, k) in ks.iter().enumerate() {
+        // All sizes for the first scalars, 1200 points for the others.
+        let sizes: &[usize] = if ki < 4 { &SIZES } else { &[1200] };
+        for &n in sizes {
+            let input = &uniform[..n];
+            let expect = dalek_hash(input, k);
+            for use_simd in [true, false] {
+                let mut out = vec![0xaa; 3];
+                hash_mul_compress_with(input, k, &mut out, use_simd);
+                assert_eq!(&out[..3], &[0xaa; 3], "existing output kept");
+                assert!(
+                    out[3..] == expect[..],
+                    "k #{ki}, n = {n}, simd = {use_simd}"
+                );
+            }
+            let mut out = Vec::new();
+            hash_mul_compress(input, k, &mut out);
+            assert!(out == expect);
+        }
+    }
+}
+
+#[test]
+fn decompress_mul_compress_matches_dalek() {
+    let mut rng = blindjoin_testkit::rng(8);
+    let ks = scalars(&mut rng);
+    let points = valid_encodings(&mut rng, 1200);
+    for (ki, k) in ks.iter().enumerate() {
+        let sizes: &[usize] = if ki < 4 { &SIZES } else { &[1200] };
+        for &n in sizes {
+            let input = &points[..n * 32];
+            let expect = dalek_reblind(input, k);
+            assert!(expect.is_ok());
+            for use_simd in [true, false] {
+                let mut out = vec![0xaa; 3];
+                let r = decompress_mul_compress_with(input, k, &mut out, use_simd);
+                assert_eq!(r, Ok(()));
+                assert!(
+                    Ok(out[3..].to_vec()) == expect,
+                    "k #{ki}, n = {n}, simd = {use_simd}"
+                );
+            }
+            let mut out = Vec::new();
+            assert_eq!(decompress_mul_compress(input, k, &mut out), Ok(()));
+            assert!(Ok(out) == expect);
+        }
+    }
+}
+
+/// Strings that are not valid encodings, of every kind dalek rejects.
+fn invalid_encodings(rng: &mut impl RngCore) -> Vec<[u8; 32]> {
+    let mut v = Vec::new();
+    // s ≥ p: p + j for j = 0..19 (p + 19 = 2^255 is not 32 bytes below 2^255 any more).
+    for j in 0..19u64 {
+        v.push(r_to_bytes(&[P[0] + j, P[1], P[2], P[3]]));
+    }
+    // Bit 255 set on valid encodings.
+    let valid = valid_encodings(rng, 20);
+    for c in valid.chunks_exact(32).skip(1) {
+        let mut b = [0u8; 32];
+        b.copy_from_slice(c);
+        b[31] |= 0x80;
+        v.push(b);
+        // Negative s (the low bit set, still below p).
+        let mut n = [0u8; 32];
+        n.copy_from_slice(c);
+        n[0] ^= 1;
+        v.push(n);
+    }
+    // Random strings that dalek rejects for the other reasons (not square, t negative, ...).
+    let mut other = 0;
+    while other < 40 {
+        let mut b = [0u8; 32];
+        rng.fill_bytes(&mut b);
+        b[31] &= 0x7f;
+        b[0] &= 0xfe;
+        if CompressedRistretto(b).decompress().is_none() {
+            v.push(b);
+            other += 1;
+        }
+    }
+    for b in &v {
+        assert!(CompressedRistretto(*b).decompress().is_none());
+    }
+    v
+}
+
+#[test]
+fn decompress_mul_compress_reports_first_invalid_index() {
+    let mut rng = blindjoin_testkit::rng(9);
+    let k = random_scalar(&mut rng);
+    let n = 260;
+    let valid = valid_encodings(&mut rng, n);
+    let bad = invalid_encodings(&mut rng);
+    let positions = [
+        0usize,
+        1,
+        6,
+        7,
+        8,
+        9,
+        15,
+        16,
+        17,
+        39,
+        127,
+        128,
+        135,
+        200,
+        n - 1,
+    ];
+    for (bi, b) in bad.iter().enumerate() {
+        let pos = positions[bi % positions.len()];
+        let mut input = valid.clone();
+        input[pos * 32..pos * 32 + 32].copy_from_slice(b);
+        // A second invalid string later must not change the answer.
+        if pos + 3 < n {
+            let later = &bad[(bi + 1) % bad.len()];
+            input[(pos + 3) * 32..(pos + 3) * 32 + 32].copy_from_slice(later);
+        }
+        assert_eq!(dalek_reblind(&input, &k), Err(pos));
+        for use_simd in [true, false] {
+            let mut out = Vec::new();
+            let r = decompress_mul_compress_with(&input, &k, &mut out, use_simd);
+            assert_eq!(r, Err(pos), "string #{bi} at {pos}, simd = {use_simd}");
+        }
+    }
+    // A trailing partial chunk is invalid, after any invalid full chunk.
+    for use_simd in [true, false] {
+        let mut out = Vec::new();
+        let r = decompress_mul_compress_with(&valid[..9 * 32 + 5], &k, &mut out, use_simd);
+        assert_eq!(r, Err(9));
+        let r = decompress_mul_compress_with(&valid[..130 * 32 + 31], &k, &mut out, use_simd);
+        assert_eq!(r, Err(130));
+        let mut input = valid[..9 * 32 + 5].to_vec();
+        input[32..64].copy_from_slice(&bad[0]);
+        let r = decompress_mul_compress_with(&input, &k, &mut out, use_simd);
+        assert_eq!(r, Err(1));
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512ifma,avx512vl,avx512dq")]
+fn decode_validity_body() {
+    // Random strings (valid about 1/8 of the time once the sign bit is clear), lane by lane
+    // against dalek's decompress.
+    let mut rng = blindjoin_testkit::rng(10);
+    let mut strings: Vec<[u8; 32]> = invalid_encodings(&mut rng);
+    let valid = valid_encodings(&mut rng, 64);
+    for c in valid.chunks_exact(32) {
+        let mut b = [0u8; 32];
+        b.copy_from_slice(c);
+        strings.push(b);
+    }
+    for j in 0..4000 {
+        let mut b = [0u8; 32];
+        rng.fill_bytes(&mut b);
+        if j % 2 == 0 {
+            b[31] &= 0x7f;
+            b[0] &= 0xfe;
+        }
+        strings.push(b);
+    }
+    let mut n_valid = 0;
+    for pair in strings.chunks_exact(16) {
+        let mut b = [[[0u8; 32]; 8]; 2];
+        b[0].copy_from_slice(&pair[..8]);
+        b[1].copy_from_slice(&pair[8..]);
+        let (p, valid) = ristretto::decode(&b);
+        // One group alone goes through the same steps.
+        let (p1, valid1) = ristretto::decode(&[b[1]]);
+        assert_eq!(valid1[0], valid[1]);
+        assert_eq!(ristretto::encode(&p1[0]), ristretto::encode(&p[1]));
+        for g in 0..2 {
+            let enc = ristretto::encode(&p[g]);
+            for l in 0..8 {
+                let expect = CompressedRistretto(b[g][l]).decompress();
+                assert_eq!((valid[g] >> l) & 1 == 1, expect.is_some(), "{:x?}", b[g][l]);
+                if expect.is_some() {
+                    // A valid encoding re-encodes to itself.
+                    assert_eq!(enc[l], b[g][l]);
+                    n_valid += 1;
+                }
+            }
+        }
+    }
+    assert!(n_valid > 300);
+}
+simd_test!(decode_validity_matches_dalek, decode_validity_body);
+
+#[test]
+fn random_points_many_scalars() {
+    // Many short batches with fresh scalars: exercises every digit pattern.
+    let mut rng = blindjoin_testkit::rng(11);
+    for round in 0..40 {
+        let k = random_scalar(&mut rng);
+        let n = rng.random_range(1..=24);
+        let uniform = uniform_strings(&mut rng, n + 5);
+        let uniform = &uniform[5..];
+        let mut out = Vec::new();
+        hash_mul_compress(uniform, &k, &mut out);
+        assert!(out == dalek_hash(uniform, &k), "round {round}");
+        let mut out2 = Vec::new();
+        assert_eq!(decompress_mul_compress(&out, &k, &mut out2), Ok(()));
+        let expect = dalek_reblind(&out, &k);
+        assert!(Ok(out2) == expect, "round {round}");
+    }
+}
+
+#[target_feature(enable = "avx512f,avx512ifma,avx512vl,avx512dq")]
+fn double_and_compress_body() {
+    // Batches of 1..=MAX_BATCH groups of decoded points, with identity lanes (whose product
+    // e·f·g·h is 0) mixed in, against dalek's compress(P + P).
+    let mut rng = blindjoin_testkit::rng(12);
+    let valid = valid_encodings(&mut rng, 8 * ristretto::MAX_BATCH);
+    let mut groups: Vec<[[u8; 32]; 8]> = valid
+        .chunks_exact(256)
+        .map(|c| {
+            let mut g = [[0u8; 32]; 8];
+            for (l, e) in g.iter_mut().zip(c.chunks_exact(32)) {
+                l.copy_from_slice(e);
+            }
+            g
+        })
+        .collect();
+    groups[1] = [[0u8; 32]; 8];
+    groups[3][5] = [0u8; 32];
+    for n in [1, 2, 5, ristretto::MAX_BATCH] {
+        let mut states = Vec::new();
+        for g in &groups[..n] {
+            let ([p], [v]) = ristretto::decode(&[*g]);
+            assert_eq!(v, 0xff);
+            states.push(ristretto::DoubleCompress8::new(&p));
+        }
+        let mut enc = [[[0u8; 32]; 8]; ristretto::MAX_BATCH];
+        ristretto::double_and_compress(&states, &mut enc);
+        for (g, e) in groups[..n].iter().zip(enc.iter()) {
+            for l in 0..8 {
+                let p = CompressedRistretto(g[l]).decompress();
+                let expect = p.map(|p| (p + p).compress().to_bytes());
+                assert_eq!(Some(e[l]), expect);
+            }
+        }
+    }
+}
+simd_test!(double_and_compress_matches_dalek, double_and_compress_body);
