@@ -49,12 +49,9 @@ pub struct BenchArgs {
     /// Seed of the generated sets.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Write the results as JSON here.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Write the results as a Markdown table here.
-    #[arg(long, value_name = "FILE")]
-    markdown: Option<PathBuf>,
+    /// Directory for the results: `<protocol>-<threads>t.json` and `.md` (created if missing).
+    #[arg(long, value_name = "DIR", default_value = "bench/out")]
+    out: PathBuf,
 }
 
 /// Hidden `bench-party` options: one party of a benchmark repetition.
@@ -385,19 +382,21 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
         println!("{}", table_row(&row));
         rows.push(row);
     }
-    if let Some(path) = &a.json {
-        let json = serde_json::to_vec_pretty(&rows)
-            .map_err(|e| CliError::Usage(format!("cannot encode the results: {e}")))?;
-        write_atomic(path, &json)?;
+    std::fs::create_dir_all(&a.out).map_err(|source| CliError::File {
+        path: a.out.clone(),
+        source,
+    })?;
+    let stem = a.out.join(format!("{}-{threads}t", a.protocol.name()));
+    let json = serde_json::to_vec_pretty(&rows)
+        .map_err(|e| CliError::Usage(format!("cannot encode the results: {e}")))?;
+    write_atomic(&stem.with_extension("json"), &json)?;
+    let mut md = format!("{TABLE_HEAD}\n");
+    for r in &rows {
+        md.push_str(&table_row(r));
+        md.push('\n');
     }
-    if let Some(path) = &a.markdown {
-        let mut md = format!("{TABLE_HEAD}\n");
-        for r in &rows {
-            md.push_str(&table_row(r));
-            md.push('\n');
-        }
-        write_atomic(path, md.as_bytes())?;
-    }
+    write_atomic(&stem.with_extension("md"), md.as_bytes())?;
+    eprintln!("wrote {0}.json and {0}.md", stem.display());
     Ok(())
 }
 

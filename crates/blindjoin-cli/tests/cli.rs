@@ -368,7 +368,7 @@ fn demo_verifies_itself() {
 #[test]
 fn bench_runs_two_processes_and_checks_the_result() {
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("b.json");
+    let json = dir.path().join("ecdh-1t.json");
     let out = run(&[
         "bench",
         "--protocol",
@@ -379,8 +379,8 @@ fn bench_runs_two_processes_and_checks_the_result() {
         "300,2^7",
         "--reps",
         "1",
-        "--json",
-        s(&json),
+        "--out",
+        s(dir.path()),
     ]);
     assert!(
         out.status.success(),
@@ -388,6 +388,15 @@ fn bench_runs_two_processes_and_checks_the_result() {
         String::from_utf8_lossy(&out.stderr)
     );
     let rows: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("ecdh-1t.md")).unwrap();
+    assert_eq!(md.lines().count(), 4, "{md}");
+    assert!(
+        md.lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("| ecdh | 256 | 300 | 1 |"),
+        "{md}"
+    );
     assert_eq!(rows[0]["n_recv"], 256);
     assert_eq!(rows[0]["n_send"], 300);
     assert_eq!(rows[1]["n_send"], 128);
