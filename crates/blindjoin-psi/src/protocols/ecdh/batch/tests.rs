@@ -912,3 +912,51 @@ fn double_and_compress_body() {
     }
 }
 simd_test!(double_and_compress_matches_dalek, double_and_compress_body);
+
+/// RFC 9496 Appendix A.1: encodings of B, 2B, .., 15B (and the identity at index 0), as printed
+/// in the RFC (the same table as curve25519-dalek's `encodings_of_small_multiples_of_basepoint`).
+const RFC9496_MULTIPLES: [&str; 16] = [
+    "0000000000000000000000000000000000000000000000000000000000000000",
+    "e2f2ae0a6abc4e71a884a961c500515f58e30b6aa582dd8db6a65945e08d2d76",
+    "6a493210f7499cd17fecb510ae0cea23a110e8d5b901f8acadd3095c73a3b919",
+    "94741f5d5d52755ece4f23f044ee27d5d1ea1e2bd196b462166b16152a9d0259",
+    "da80862773358b466ffadfe0b3293ab3d9fd53c5ea6c955358f568322daf6a57",
+    "e882b131016b52c1d3337080187cf768423efccbb517bb495ab812c4160ff44e",
+    "f64746d3c92b13050ed8d80236a7f0007c3b3f962f5ba793d19a601ebb1df403",
+    "44f53520926ec81fbd5a387845beb7df85a96a24ece18738bdcfa6a7822a176d",
+    "903293d8f2287ebe10e2374dc1a53e0bc887e592699f02d077d5263cdd55601c",
+    "02622ace8f7303a31cafc63f8fc48fdc16e1c8c8d234b2f0d6685282a9076031",
+    "20706fd788b2720a1ed2a5dad4952b01f413bcf0e7564de8cdc816689e2db95f",
+    "bce83f8ba5dd2fa572864c24ba1810f9522bc6004afe95877ac73241cafdab42",
+    "e4549ee16b9aa03099ca208c67adafcafa4c3f3e4e5303de6026e3ca8ff84460",
+    "aa52e000df2e16f55fb1032fc33bc42742dad6bd5a8fc0be0167436c5948501f",
+    "46376b80f409b29dc2b5f6f0c52591990896e5716f41477cd30085ab7f10301e",
+    "e0c418f7c8d9c4cdd7395b93ea124f3ad99021bb681dfc3302a9d99a2e53e64e",
+];
+
+fn unhex32(s: &str) -> [u8; 32] {
+    let mut b = [0u8; 32];
+    for (i, out) in b.iter_mut().enumerate() {
+        *out = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap();
+    }
+    b
+}
+
+#[test]
+fn rfc9496_multiples_of_the_generator_both_engines() {
+    let base = unhex32(RFC9496_MULTIPLES[1]);
+    for use_simd in [true, false] {
+        for (j, expect) in RFC9496_MULTIPLES.iter().enumerate() {
+            // Decode B, multiply by j, encode: must print jB exactly as the RFC does.
+            let mut out = Vec::new();
+            decompress_mul_compress_with(&base, &Scalar::from(j as u64), &mut out, use_simd)
+                .unwrap();
+            assert_eq!(out, unhex32(expect), "j = {j}, simd = {use_simd}");
+            // Every listed encoding decodes, and times one re-encodes to itself.
+            let mut again = Vec::new();
+            decompress_mul_compress_with(&unhex32(expect), &Scalar::ONE, &mut again, use_simd)
+                .unwrap();
+            assert_eq!(again, unhex32(expect));
+        }
+    }
+}
