@@ -155,14 +155,7 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
     let (hash_cpu, hash_wall) = (process_cpu_seconds() - cpu0, t0.elapsed().as_secs_f64());
     drop((recv, send));
     let ch = if is_receiver {
-        let l = TcpListener::bind("127.0.0.1:0")
-            .map_err(|e| blindjoin_core::Error::io("cannot listen on loopback", e))?;
-        let port = l
-            .local_addr()
-            .map_err(|e| blindjoin_core::Error::io("no local address", e))?
-            .port();
-        println!("PORT {port}");
-        TcpChannel::accept(&l, timeout, timeout)?
+        accept_on_loopback(timeout)?
     } else {
         let addr = a
             .connect
@@ -202,27 +195,25 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
     Ok(())
 }
 
-fn party_command(threads: usize) -> CliResult<Command> {
+fn party_command(threads: usize, subcommand: &str) -> CliResult<Command> {
     let exe = std::env::current_exe()
         .map_err(|e| blindjoin_core::Error::io("cannot find the blindjoin executable", e))?;
     let mut c = Command::new(exe);
-    c.arg("--threads")
-        .arg(threads.to_string())
-        .arg("bench-party");
+    c.arg("--threads").arg(threads.to_string()).arg(subcommand);
     c.stdout(Stdio::piped()).stderr(Stdio::piped());
     Ok(c)
 }
 
-fn read_result(
+fn read_result<T: serde::de::DeserializeOwned>(
     mut child: std::process::Child,
     lines: &mut dyn Iterator<Item = String>,
     who: &str,
-) -> CliResult<PartyResult> {
+) -> CliResult<T> {
     let mut result = None;
     for line in lines {
         if let Some(json) = line.strip_prefix("RESULT ") {
             result =
-                Some(serde_json::from_str::<PartyResult>(json).map_err(|e| {
+                Some(serde_json::from_str::<T>(json).map_err(|e| {
                     CliError::Verification(format!("{who} printed a bad result: {e}"))
                 })?);
         }
@@ -243,31 +234,16 @@ fn read_result(
     }
 }
 
-fn one_rep(
-    p: Protocol,
-    n_recv: usize,
-    n_send: usize,
-    overlap: usize,
-    seed: u64,
+/// Runs `blindjoin <subcommand> --role receiver ARGS` (which prints `PORT p` first) and
+/// `blindjoin <subcommand> --role sender --connect 127.0.0.1:p ARGS`, and returns the
+/// `RESULT {json}` each printed.
+pub(crate) fn run_pair<T: serde::de::DeserializeOwned>(
     threads: usize,
-) -> CliResult<(PartyResult, PartyResult)> {
-    let common = |c: &mut Command, role: &str| {
-        c.args(["--role", role, "--protocol", p.name()])
-            .args([
-                "--n-recv",
-                &n_recv.to_string(),
-                "--n-send",
-                &n_send.to_string(),
-            ])
-            .args([
-                "--overlap",
-                &overlap.to_string(),
-                "--seed",
-                &seed.to_string(),
-            ]);
-    };
-    let mut rc = party_command(threads)?;
-    common(&mut rc, "receiver");
+    subcommand: &str,
+    args: &[String],
+) -> CliResult<(T, T)> {
+    let mut rc = party_command(threads, subcommand)?;
+    rc.args(["--role", "receiver"]).args(args);
     let mut receiver = rc
         .spawn()
         .map_err(|e| blindjoin_core::Error::io("cannot start the receiver process", e))?;
@@ -280,9 +256,14 @@ fn one_rep(
         .next()
         .and_then(|l| l.strip_prefix("PORT ").map(str::to_owned))
         .ok_or_else(|| CliError::Verification("the receiver did not report its port".into()))?;
-    let mut sc = party_command(threads)?;
-    common(&mut sc, "sender");
-    sc.args(["--connect", &format!("127.0.0.1:{port}")]);
+    let mut sc = party_command(threads, subcommand)?;
+    sc.args([
+        "--role",
+        "sender",
+        "--connect",
+        &format!("127.0.0.1:{port}"),
+    ])
+    .args(args);
     let mut sender = sc
         .spawn()
         .map_err(|e| blindjoin_core::Error::io("cannot start the sender process", e))?;
@@ -296,7 +277,45 @@ fn one_rep(
     Ok((r, s))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+fn one_rep(
+    p: Protocol,
+    n_recv: usize,
+    n_send: usize,
+    overlap: usize,
+    seed: u64,
+    threads: usize,
+) -> CliResult<(PartyResult, PartyResult)> {
+    let args: Vec<String> = [
+        "--protocol",
+        p.name(),
+        "--n-recv",
+        &n_recv.to_string(),
+        "--n-send",
+        &n_send.to_string(),
+        "--overlap",
+        &overlap.to_string(),
+        "--seed",
+        &seed.to_string(),
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    run_pair(threads, "bench-party", &args)
+}
+
+/// Listens on an ephemeral loopback port, prints `PORT p` and accepts the peer.
+pub(crate) fn accept_on_loopback(timeout: Duration) -> CliResult<TcpChannel> {
+    let l = TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| blindjoin_core::Error::io("cannot listen on loopback", e))?;
+    let port = l
+        .local_addr()
+        .map_err(|e| blindjoin_core::Error::io("no local address", e))?
+        .port();
+    println!("PORT {port}");
+    Ok(TcpChannel::accept(&l, timeout, timeout)?)
+}
+
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     match v.len() {
         0 => f64::NAN,

@@ -2,7 +2,7 @@
 
 use crate::error::{CliError, CliResult};
 use crate::normalize::Normalize;
-use crate::{bench, demo, party, synth};
+use crate::{bench, bench_ot, demo, party, synth};
 use blindjoin_psi::Protocol;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -50,6 +50,11 @@ enum Command {
     /// One party of a benchmark (started by `bench`).
     #[command(hide = true)]
     BenchParty(bench::PartyArgs),
+    /// Benchmark OT extension end to end over loopback TCP (two processes).
+    BenchOt(bench_ot::BenchOtArgs),
+    /// One party of an OT benchmark (started by `bench-ot`).
+    #[command(hide = true)]
+    BenchOtParty(bench_ot::OtPartyArgs),
     /// List the protocols with their security models.
     Protocols,
 }
@@ -247,6 +252,8 @@ fn dispatch(command: Command, threads: Option<usize>) -> CliResult<()> {
         }
         Command::Bench(a) => bench::run(&a, threads),
         Command::BenchParty(a) => bench::run_party(&a),
+        Command::BenchOt(a) => bench_ot::run(&a, threads),
+        Command::BenchOtParty(a) => bench_ot::run_party(&a),
         Command::Protocols => {
             for p in Protocol::ALL {
                 println!("{:<6} {}\n       {}", p.name(), p.reference(), p.security());

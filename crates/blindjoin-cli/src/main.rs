@@ -5,6 +5,7 @@
 #![deny(missing_docs)]
 
 mod bench;
+mod bench_ot;
 mod cli;
 mod demo;
 mod error;

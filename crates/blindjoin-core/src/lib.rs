@@ -4,15 +4,24 @@
 //!   in-memory and metered implementations;
 //! - [`handshake`]: the session handshake that both parties run before any protocol message;
 //! - [`item`]: domain-separated hashing of input records to fixed-width [`Item`](item::Item)s;
-//! - [`error`]: the one error type of the library.
+//! - [`error`]: the one error type of the library;
+//! - [`block`]: the 128-bit [`Block`] of the OT-extension layer and GF(2^128) arithmetic;
+//! - [`aes`]: fixed-key AES as a random permutation and the correlation-robust hashes built on it;
+//! - [`prg`]: the AES-CTR pseudorandom generator [`AesPrg`](prg::AesPrg) that expands OT seeds;
+//! - [`transpose`]: 128×128 and 128×n bit-matrix transposition (IKNP's transpose).
 //!
-//! This crate knows nothing of OT or PSI. It never panics on peer input: every length read from
+//! This crate implements no OT or PSI protocol, only the primitives they share. It never panics on peer input: every length read from
 //! the peer is checked against a caller-given bound before anything is allocated.
 #![deny(missing_docs)]
 
+pub mod aes;
+pub mod block;
 pub mod channel;
 pub mod error;
 pub mod handshake;
 pub mod item;
+pub mod prg;
+pub mod transpose;
 
+pub use block::Block;
 pub use error::{Error, Result};

@@ -1,0 +1,339 @@
+//! Both roles of the Chou-Orlandi base OT (see the module doc of [`crate::base`] for the
+//! message flow and the security model).
+
+use super::{
+    BaseOtReceiver, BaseOtSender, FRAME_POINTS, KDF_DOMAIN, KEY_LEN, MAX_BASE_OTS,
+    MSG_RECEIVER_POINTS, MSG_SENDER_POINT, POINT_LEN,
+};
+use blindjoin_core::channel::{BulkReader, Channel, FrameReceiver, FrameSender};
+use blindjoin_core::item::{domain_hasher, update_prefixed};
+use blindjoin_core::{Error, Result};
+use curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE;
+use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoBasepointTable, RistrettoPoint};
+use curve25519_dalek::scalar::Scalar;
+use rand::CryptoRng;
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+use std::fmt;
+use subtle::{Choice, ConditionallySelectable};
+use zeroize::{Zeroize, Zeroizing};
+
+/// OTs per unit of parallel work. One OT costs tens of microseconds, so even small batches are
+/// worth spreading over rayon's pool.
+const PAR_OTS: usize = 16;
+
+/// The canonical encoding of the identity point (RFC 9496 §4.3.2 encodes it as all zeros).
+const IDENTITY: [u8; POINT_LEN] = [0u8; POINT_LEN];
+
+/// Sender of random base OTs with the Chou-Orlandi protocol (CO15). Holds no state: every call
+/// draws a fresh secret. Create it with `ChouOrlandiSender::default()` (it is non-exhaustive so
+/// that state can be added without breaking callers).
+#[derive(Clone, Copy, Debug, Default)]
+#[non_exhaustive]
+pub struct ChouOrlandiSender;
+
+/// Receiver of random base OTs with the Chou-Orlandi protocol (CO15). Holds no state. Create it
+/// with `ChouOrlandiReceiver::default()`.
+#[derive(Clone, Copy, Debug, Default)]
+#[non_exhaustive]
+pub struct ChouOrlandiReceiver;
+
+/// A secret scalar in `Z_q \ {0}`, zeroized on drop, with an opaque `Debug`.
+struct SecretScalar(Scalar);
+
+impl SecretScalar {
+    fn random(rng: &mut impl CryptoRng) -> Self {
+        SecretScalar(random_nonzero_scalar(rng))
+    }
+}
+
+impl Drop for SecretScalar {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
+
+impl fmt::Debug for SecretScalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretScalar(..)")
+    }
+}
+
+/// A uniform scalar in `Z_q \ {0}` from 64 uniform bytes (bias below 2⁻²⁵⁰).
+fn random_nonzero_scalar(rng: &mut impl CryptoRng) -> Scalar {
+    let mut wide = Zeroizing::new([0u8; 64]);
+    loop {
+        rng.fill_bytes(&mut wide[..]);
+        let s = Scalar::from_bytes_mod_order_wide(&wide);
+        if s != Scalar::ZERO {
+            return s;
+        }
+    }
+}
+
+/// The key derivation `H(sid, S, i, R_i, P)`, with the prefix `(domain, sid, S)` absorbed once.
+struct Kdf {
+    prefix: Sha256,
+}
+
+impl Kdf {
+    fn new(sid: &[u8; 32], s: &[u8; POINT_LEN]) -> Self {
+        let mut prefix = domain_hasher(KDF_DOMAIN);
+        update_prefixed(&mut prefix, sid);
+        update_prefixed(&mut prefix, s);
+        Kdf { prefix }
+    }
+
+    /// The key of OT `index` with receiver point `r` (its encoding) and Diffie-Hellman value
+    /// `dh`. Zeroizes `dh`, its encoding and the digest.
+    fn key(&self, index: usize, r: &[u8], dh: &mut RistrettoPoint) -> [u8; KEY_LEN] {
+        let mut enc = dh.compress();
+        dh.zeroize();
+        let mut h = self.prefix.clone();
+        update_prefixed(&mut h, &(index as u64).to_le_bytes());
+        update_prefixed(&mut h, r);
+        update_prefixed(&mut h, enc.as_bytes());
+        enc.zeroize();
+        let mut digest: [u8; 32] = h.finalize().into();
+        let mut key = [0u8; KEY_LEN];
+        key.copy_from_slice(&digest[..KEY_LEN]);
+        digest.zeroize();
+        key
+    }
+}
+
+/// Decodes a point from the peer: it must be a canonical Ristretto255 encoding of a point other
+/// than the identity. `index` names the element in the error.
+fn decode_peer_point(what: &'static str, index: usize, bytes: &[u8]) -> Result<RistrettoPoint> {
+    let point = CompressedRistretto::from_slice(bytes)
+        .ok()
+        .and_then(|c| c.decompress())
+        .ok_or_else(|| {
+            Error::malformed(
+                what,
+                format!("element {index} is not a valid Ristretto255 point encoding"),
+            )
+        })?;
+    if bytes == IDENTITY {
+        return Err(Error::malformed(
+            what,
+            format!("element {index} is the identity point"),
+        ));
+    }
+    Ok(point)
+}
+
+/// Rejects a batch size this module does not accept.
+fn check_count(n: usize) -> Result<()> {
+    if n > MAX_BASE_OTS {
+        return Err(Error::InvalidParam {
+            field: "base OT count",
+            reason: format!("{n} base OTs requested; at most {MAX_BASE_OTS} are supported"),
+        });
+    }
+    Ok(())
+}
+
+/// Closes the sending half of `ch` if `result` is an error, so that the peer stops waiting.
+fn close_on_err<C: Channel + ?Sized, T>(ch: &mut C, result: Result<T>) -> Result<T> {
+    if result.is_err() {
+        FrameSender::close(ch);
+    }
+    result
+}
+
+impl BaseOtSender for ChouOrlandiSender {
+    fn send_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        n: usize,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Vec<[[u8; 16]; 2]>> {
+        let result = send(ch, sid, n, rng);
+        close_on_err(ch, result)
+    }
+}
+
+impl BaseOtReceiver for ChouOrlandiReceiver {
+    fn receive_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        choices: &[bool],
+        rng: &mut impl CryptoRng,
+    ) -> Result<Vec<[u8; 16]>> {
+        let result = receive(ch, sid, choices, rng);
+        close_on_err(ch, result)
+    }
+}
+
+fn send<C: Channel + ?Sized>(
+    ch: &mut C,
+    sid: &[u8; 32],
+    n: usize,
+    rng: &mut impl CryptoRng,
+) -> Result<Vec<[[u8; KEY_LEN]; 2]>> {
+    check_count(n)?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    // S = a·G with a fresh a.
+    let a = SecretScalar::random(rng);
+    let s = RistrettoPoint::mul_base(&a.0);
+    let s_enc = s.compress().to_bytes();
+    FrameSender::send(ch, &s_enc)?;
+
+    // T = a·S, then the keys of each frame of R_i as it arrives.
+    let t = Zeroizing::new(s * a.0);
+    let kdf = Kdf::new(sid, &s_enc);
+    let mut keys: Vec<[[u8; KEY_LEN]; 2]> = Vec::new();
+    let mut reader = BulkReader::new(MSG_RECEIVER_POINTS, POINT_LEN, n as u64);
+    while let Some(frame) = reader.next_frame(ch)? {
+        // The reader bounds the total by n, so this grows `keys` to at most n entries.
+        let first = keys.len();
+        keys.resize(first + frame.len() / POINT_LEN, [[0u8; KEY_LEN]; 2]);
+        keys[first..]
+            .par_chunks_mut(PAR_OTS)
+            .zip(frame.par_chunks(PAR_OTS * POINT_LEN))
+            .enumerate()
+            .try_for_each(|(c, (out, points))| -> Result<()> {
+                for (j, (pair, r_enc)) in out
+                    .iter_mut()
+                    .zip(points.chunks_exact(POINT_LEN))
+                    .enumerate()
+                {
+                    let index = first + c * PAR_OTS + j;
+                    let r = decode_peer_point(MSG_RECEIVER_POINTS, index, r_enc)?;
+                    if r_enc == s_enc {
+                        return Err(Error::malformed(
+                            MSG_RECEIVER_POINTS,
+                            format!("element {index} equals the sender's point S"),
+                        ));
+                    }
+                    let mut p0 = r * a.0;
+                    let mut p1 = p0 - *t;
+                    pair[0] = kdf.key(index, r_enc, &mut p0);
+                    pair[1] = kdf.key(index, r_enc, &mut p1);
+                }
+                Ok(())
+            })?;
+    }
+    Ok(keys)
+}
+
+fn receive<C: Channel + ?Sized>(
+    ch: &mut C,
+    sid: &[u8; 32],
+    choices: &[bool],
+    rng: &mut impl CryptoRng,
+) -> Result<Vec<[u8; KEY_LEN]>> {
+    check_count(choices.len())?;
+    if choices.is_empty() {
+        return Ok(Vec::new());
+    }
+    let frame = FrameReceiver::recv(ch, MSG_SENDER_POINT, POINT_LEN)?;
+    let s_enc: [u8; POINT_LEN] = frame.as_slice().try_into().map_err(|_| {
+        Error::malformed(
+            MSG_SENDER_POINT,
+            format!(
+                "{} bytes instead of one {POINT_LEN}-byte point",
+                frame.len()
+            ),
+        )
+    })?;
+    let s = decode_peer_point(MSG_SENDER_POINT, 0, &s_enc)?;
+    let s_table = RistrettoBasepointTable::create(&s);
+    let kdf = Kdf::new(sid, &s_enc);
+
+    let mut keys = vec![[0u8; KEY_LEN]; choices.len()];
+    let mut points = Vec::with_capacity(choices.len().min(FRAME_POINTS) * POINT_LEN);
+    for (f, (chunk, keys)) in choices
+        .chunks(FRAME_POINTS)
+        .zip(keys.chunks_mut(FRAME_POINTS))
+        .enumerate()
+    {
+        let first = f * FRAME_POINTS;
+        // The b_i are drawn in order from the caller's RNG, which need not be shareable.
+        let b: Zeroizing<Vec<Scalar>> = Zeroizing::new(
+            (0..chunk.len())
+                .map(|_| random_nonzero_scalar(rng))
+                .collect(),
+        );
+
+        // R_i = b_i·G + c_i·S, sent before the keys are derived so that the sender starts early.
+        points.clear();
+        points.resize(chunk.len() * POINT_LEN, 0);
+        points
+            .par_chunks_mut(PAR_OTS * POINT_LEN)
+            .zip(b.par_chunks(PAR_OTS))
+            .zip(chunk.par_chunks(PAR_OTS))
+            .for_each(|((out, b), c)| {
+                for ((enc, b), &c) in out.chunks_exact_mut(POINT_LEN).zip(b).zip(c) {
+                    let mut r0 = RISTRETTO_BASEPOINT_TABLE * b;
+                    let mut r1 = r0 + s;
+                    let r = RistrettoPoint::conditional_select(&r0, &r1, Choice::from(u8::from(c)));
+                    enc.copy_from_slice(r.compress().as_bytes());
+                    r0.zeroize();
+                    r1.zeroize();
+                }
+            });
+        FrameSender::send(ch, &points)?;
+
+        // k_i = H(sid, S, i, R_i, b_i·S).
+        keys.par_chunks_mut(PAR_OTS)
+            .zip(points.par_chunks(PAR_OTS * POINT_LEN))
+            .zip(b.par_chunks(PAR_OTS))
+            .enumerate()
+            .for_each(|(c, ((out, encs), b))| {
+                for (j, ((key, r_enc), b)) in out
+                    .iter_mut()
+                    .zip(encs.chunks_exact(POINT_LEN))
+                    .zip(b)
+                    .enumerate()
+                {
+                    let mut dh = &s_table * b;
+                    *key = kdf.key(first + c * PAR_OTS + j, r_enc, &mut dh);
+                }
+            });
+    }
+    Ok(keys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+
+    #[test]
+    fn secret_debug_is_opaque() {
+        let s = SecretScalar::random(&mut StdRng::seed_from_u64(1));
+        assert_eq!(format!("{s:?}"), "SecretScalar(..)");
+    }
+
+    #[test]
+    fn identity_encodes_as_zeros() {
+        assert_eq!(
+            RistrettoPoint::default().compress().to_bytes(),
+            IDENTITY,
+            "the identity check compares against its canonical encoding"
+        );
+    }
+
+    #[test]
+    fn keys_depend_on_every_input() {
+        let mut rng = StdRng::seed_from_u64(2);
+        let p = RistrettoPoint::mul_base(&random_nonzero_scalar(&mut rng));
+        let r = [7u8; POINT_LEN];
+        let key = |sid: [u8; 32], s: [u8; 32], i: usize, r: &[u8]| {
+            Kdf::new(&sid, &s).key(i, r, &mut p.clone())
+        };
+        let base = key([1; 32], [2; 32], 3, &r);
+        assert_ne!(base, key([9; 32], [2; 32], 3, &r));
+        assert_ne!(base, key([1; 32], [9; 32], 3, &r));
+        assert_ne!(base, key([1; 32], [2; 32], 4, &r));
+        assert_ne!(base, key([1; 32], [2; 32], 3, &[8u8; POINT_LEN]));
+        assert_eq!(base, key([1; 32], [2; 32], 3, &r));
+    }
+}

@@ -1,0 +1,359 @@
+//! IKNP OT extension with the ALSZ optimisations: random, correlated and chosen-message
+//! 1-out-of-2 OT, semi-honest (see the [parent module](super) for the message flow).
+
+use super::{CHUNK, KAPPA, pack_bits, row_bytes, session_aes};
+use crate::base::{BaseOtReceiver, BaseOtSender};
+use blindjoin_core::aes::FixedKeyAes;
+use blindjoin_core::channel::{BulkReader, Channel, send_elements};
+use blindjoin_core::prg::AesPrg;
+use blindjoin_core::transpose::transpose_128xn;
+use blindjoin_core::{Block, Error, Result, block};
+use rand::CryptoRng;
+
+const U_COLUMNS: &str = "the OT extension's u columns";
+const Y_VALUES: &str = "the OT sender's masked messages";
+
+/// The extension sender's state after setup.
+struct SenderState {
+    s: Block,
+    prgs: Vec<AesPrg>,
+    aes: FixedKeyAes,
+    next_index: u64,
+}
+
+/// The extension receiver's state after setup.
+struct ReceiverState {
+    prgs: Vec<[AesPrg; 2]>,
+    aes: FixedKeyAes,
+    next_index: u64,
+}
+
+/// IKNP/ALSZ OT-extension sender, generic over the base OT it runs as receiver.
+pub struct IknpSender<B> {
+    base: B,
+    state: Option<SenderState>,
+}
+
+/// IKNP/ALSZ OT-extension receiver, generic over the base OT it runs as sender.
+pub struct IknpReceiver<B> {
+    base: B,
+    state: Option<ReceiverState>,
+    /// Test hook for a cheating receiver: flip choice bit `.0` in the first `.1` columns only.
+    #[cfg(test)]
+    pub(crate) cheat: Option<(usize, usize)>,
+}
+
+impl<B> std::fmt::Debug for IknpSender<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IknpSender").finish_non_exhaustive()
+    }
+}
+
+impl<B> std::fmt::Debug for IknpReceiver<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IknpReceiver").finish_non_exhaustive()
+    }
+}
+
+fn not_set_up() -> Error {
+    Error::InvalidParam {
+        field: "ot",
+        reason: "the OT extension was used before setup".into(),
+    }
+}
+
+/// Applies TCCR(first + i, ·) to every block.
+fn hash_rows(aes: &FixedKeyAes, first: u64, rows: &mut [Block]) {
+    aes.tccr_hash(first, rows);
+}
+
+impl<B: BaseOtReceiver> IknpSender<B> {
+    /// A sender that will run its base OTs with `base`.
+    pub fn new(base: B) -> Self {
+        IknpSender { base, state: None }
+    }
+
+    /// Runs the κ base OTs (as their receiver, with a random choice vector s).
+    pub fn setup<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<()> {
+        let s = Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64));
+        let choices: Vec<bool> = (0..KAPPA).map(|j| s.bit(j)).collect();
+        let keys = self.base.receive_random(ch, sid, &choices, rng)?;
+        let prgs = keys
+            .iter()
+            .map(|k| AesPrg::new(Block::from_bytes(*k)))
+            .collect();
+        self.state = Some(SenderState {
+            s,
+            prgs,
+            aes: session_aes(sid, "ot/iknp/tccr"),
+            next_index: 0,
+        });
+        Ok(())
+    }
+
+    /// The global correlation s (KOS needs it for its check).
+    pub(crate) fn delta(&self) -> Result<Block> {
+        self.state.as_ref().map(|s| s.s).ok_or_else(not_set_up)
+    }
+
+    /// Receives the u columns of `m` OTs and returns the first OT index and the rows
+    /// q_i = t_i ⊕ r_i·s.
+    pub(crate) fn extend<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        m: usize,
+    ) -> Result<(u64, Vec<Block>)> {
+        let st = self.state.as_mut().ok_or_else(not_set_up)?;
+        let first = st.next_index;
+        let mut rows = Vec::with_capacity(m);
+        let mut left = m;
+        while left > 0 {
+            let len = left.min(CHUNK);
+            let rb = row_bytes(len);
+            let u = ch.recv(U_COLUMNS, KAPPA * rb)?;
+            if u.len() != KAPPA * rb {
+                return Err(Error::malformed(
+                    U_COLUMNS,
+                    format!("{} bytes, {} expected", u.len(), KAPPA * rb),
+                ));
+            }
+            let mut q = vec![0u8; KAPPA * rb];
+            for (j, (qj, uj)) in q.chunks_exact_mut(rb).zip(u.chunks_exact(rb)).enumerate() {
+                st.prgs[j].fill_bytes(qj);
+                // Constant time in s: XOR u^j under an all-ones or all-zero mask.
+                let mask = 0u8.wrapping_sub(u8::from(st.s.bit(j)));
+                qj.iter_mut().zip(uj).for_each(|(a, b)| *a ^= b & mask);
+            }
+            let mut block_rows = vec![Block::ZERO; rb * 8];
+            transpose_128xn(&q, rb, &mut block_rows)?;
+            rows.extend_from_slice(&block_rows[..len]);
+            left -= len;
+        }
+        st.next_index += m as u64;
+        Ok((first, rows))
+    }
+
+    /// `out.len()` random OTs: `out[i] = (x_i^0, x_i^1)`; the receiver learns `x_i^{r_i}`.
+    pub fn send_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        out: &mut [[Block; 2]],
+    ) -> Result<()> {
+        let (first, q) = self.extend(ch, out.len())?;
+        let st = self.state.as_ref().ok_or_else(not_set_up)?;
+        random_outputs(&st.aes, st.s, first, q, out);
+        Ok(())
+    }
+
+    /// `out.len()` correlated OTs with correlation `delta`: `out[i] = x_i^0` random and the
+    /// receiver learns `x_i^0 ⊕ r_i·delta`.
+    pub fn send_correlated<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        delta: Block,
+        out: &mut [Block],
+    ) -> Result<()> {
+        let mut pairs = vec![[Block::ZERO; 2]; out.len()];
+        self.send_random(ch, &mut pairs)?;
+        let y: Vec<Block> = pairs.iter().map(|[x0, x1]| *x0 ^ delta ^ *x1).collect();
+        send_elements(ch, &block::blocks_to_bytes(&y), 16, CHUNK)?;
+        for (o, [x0, _]) in out.iter_mut().zip(&pairs) {
+            *o = *x0;
+        }
+        Ok(())
+    }
+
+    /// Chosen-message OTs: the receiver learns `messages[i][r_i]`.
+    pub fn send_chosen<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        messages: &[[Block; 2]],
+    ) -> Result<()> {
+        let mut pairs = vec![[Block::ZERO; 2]; messages.len()];
+        self.send_random(ch, &mut pairs)?;
+        let mut y = Vec::with_capacity(2 * messages.len());
+        for ([m0, m1], [x0, x1]) in messages.iter().zip(&pairs) {
+            y.push(*m0 ^ *x0);
+            y.push(*m1 ^ *x1);
+        }
+        send_elements(ch, &block::blocks_to_bytes(&y), 32, CHUNK)
+    }
+}
+
+/// Random-OT outputs from the rows q_i: (TCCR(i, q_i), TCCR(i, q_i ⊕ s)).
+pub(crate) fn random_outputs(
+    aes: &FixedKeyAes,
+    s: Block,
+    first: u64,
+    q: Vec<Block>,
+    out: &mut [[Block; 2]],
+) {
+    let mut q1: Vec<Block> = q.iter().map(|x| *x ^ s).collect();
+    let mut q0 = q;
+    hash_rows(aes, first, &mut q0);
+    hash_rows(aes, first, &mut q1);
+    for ((o, a), b) in out.iter_mut().zip(q0).zip(q1) {
+        *o = [a, b];
+    }
+}
+
+impl<B: BaseOtSender> IknpReceiver<B> {
+    /// A receiver that will run its base OTs with `base`.
+    pub fn new(base: B) -> Self {
+        IknpReceiver {
+            base,
+            state: None,
+            #[cfg(test)]
+            cheat: None,
+        }
+    }
+
+    /// Runs the κ base OTs (as their sender).
+    pub fn setup<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<()> {
+        let keys = self.base.send_random(ch, sid, KAPPA, rng)?;
+        let prgs = keys
+            .iter()
+            .map(|[k0, k1]| {
+                [
+                    AesPrg::new(Block::from_bytes(*k0)),
+                    AesPrg::new(Block::from_bytes(*k1)),
+                ]
+            })
+            .collect();
+        self.state = Some(ReceiverState {
+            prgs,
+            aes: session_aes(sid, "ot/iknp/tccr"),
+            next_index: 0,
+        });
+        Ok(())
+    }
+
+    /// Sends the u columns for `choices` and returns the first OT index and the rows t_i.
+    pub(crate) fn extend<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+    ) -> Result<(u64, Vec<Block>)> {
+        #[cfg(test)]
+        let cheat = self.cheat;
+        let st = self.state.as_mut().ok_or_else(not_set_up)?;
+        let first = st.next_index;
+        let mut rows = Vec::with_capacity(choices.len());
+        for chunk in choices.chunks(CHUNK) {
+            let rb = row_bytes(chunk.len());
+            let r = pack_bits(chunk);
+            #[cfg(test)]
+            let r_cheat = {
+                let mut rc = r.clone();
+                if let Some((row, _)) = cheat {
+                    rc[row / 8] ^= 1 << (row % 8);
+                }
+                rc
+            };
+            let mut t = vec![0u8; KAPPA * rb];
+            let mut u = vec![0u8; KAPPA * rb];
+            for (j, (tj, uj)) in t
+                .chunks_exact_mut(rb)
+                .zip(u.chunks_exact_mut(rb))
+                .enumerate()
+            {
+                st.prgs[j][0].fill_bytes(tj);
+                st.prgs[j][1].fill_bytes(uj);
+                #[cfg(test)]
+                let r = if cheat.is_some_and(|(_, cols)| j < cols) {
+                    &r_cheat
+                } else {
+                    &r
+                };
+                for ((a, b), c) in uj.iter_mut().zip(tj.iter()).zip(r.iter()) {
+                    *a ^= b ^ c;
+                }
+            }
+            ch.send(&u)?;
+            let mut block_rows = vec![Block::ZERO; rb * 8];
+            transpose_128xn(&t, rb, &mut block_rows)?;
+            rows.extend_from_slice(&block_rows[..chunk.len()]);
+        }
+        st.next_index += choices.len() as u64;
+        Ok((first, rows))
+    }
+
+    /// Random OTs: `out[i] = x_i^{choices[i]}`.
+    pub fn receive_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<()> {
+        check_out_len(choices.len(), out.len())?;
+        let (first, mut t) = self.extend(ch, choices)?;
+        let st = self.state.as_ref().ok_or_else(not_set_up)?;
+        hash_rows(&st.aes, first, &mut t);
+        out.copy_from_slice(&t);
+        Ok(())
+    }
+
+    /// Correlated OTs: `out[i] = x_i^0 ⊕ choices[i]·delta`.
+    pub fn receive_correlated<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<()> {
+        self.receive_random(ch, choices, out)?;
+        let y = recv_blocks(ch, choices.len(), 1)?;
+        for ((o, &c), y) in out.iter_mut().zip(choices).zip(y) {
+            *o ^= y & Block::mask(c);
+        }
+        Ok(())
+    }
+
+    /// Chosen-message OTs: `out[i] = messages[i][choices[i]]` of the sender.
+    pub fn receive_chosen<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<()> {
+        self.receive_random(ch, choices, out)?;
+        let y = recv_blocks(ch, choices.len(), 2)?;
+        for (i, (o, &c)) in out.iter_mut().zip(choices).enumerate() {
+            let m = Block::mask(c);
+            *o ^= (y[2 * i + 1] & m) ^ (y[2 * i] & !m);
+        }
+        Ok(())
+    }
+}
+
+fn check_out_len(expected: usize, got: usize) -> Result<()> {
+    if expected != got {
+        return Err(Error::InvalidParam {
+            field: "out",
+            reason: format!("{got} output slots for {expected} OTs"),
+        });
+    }
+    Ok(())
+}
+
+/// Receives `m·per_ot` blocks.
+fn recv_blocks<C: Channel + ?Sized>(ch: &mut C, m: usize, per_ot: usize) -> Result<Vec<Block>> {
+    let mut reader = BulkReader::new(Y_VALUES, 16 * per_ot, m as u64);
+    let mut out = Vec::with_capacity(m * per_ot);
+    while let Some(frame) = reader.next_frame(ch)? {
+        out.extend(
+            block::blocks_from_bytes(&frame)
+                .ok_or_else(|| Error::malformed(Y_VALUES, "not whole blocks"))?,
+        );
+    }
+    Ok(out)
+}

@@ -1,0 +1,212 @@
+//! KOS: IKNP/ALSZ random OT extension secure against a malicious receiver.
+//!
+//! **Paper.** Keller, Orsini, Scholl, *Actively Secure OT Extension with Optimal Overhead*,
+//! CRYPTO 2015, Fig. 7. After the receiver has sent its u columns for m' = m + [`EXTRA`] OTs
+//! (the extra κ + λ rounded up to whole 128-bit columns, with random choices), the sender picks
+//! a random seed; both expand it into χ_1..χ_m' ∈ GF(2^128), and the receiver sends
+//!
+//! ```text
+//! x = Σ χ_i·r_i,   t = Σ χ_i·t_i        (products in GF(2^128), r_i ∈ {0,1})
+//! ```
+//!
+//! The sender accepts only if `t = Σ χ_i·q_i ⊕ x·s`, which holds when every row satisfies
+//! q_i = t_i ⊕ r_i·s, i.e. when the receiver used one consistent choice bit per OT in all κ
+//! columns. The extra OTs are discarded, so x leaks nothing about the real choices.
+//!
+//! **Deviation.** The seed of χ is chosen by the sender after it has received all u columns
+//! (instead of a coin toss): only the receiver is checked, and it is committed to u by then. The
+//! random-OT outputs use the same TCCR hash as IKNP (KOS model H as a random oracle).
+
+use super::iknp::{IknpReceiver, IknpSender, random_outputs};
+use super::session_aes;
+use crate::base::{BaseOtReceiver, BaseOtSender};
+use blindjoin_core::channel::Channel;
+use blindjoin_core::prg::AesPrg;
+use blindjoin_core::{Block, Error, Result};
+use rand::CryptoRng;
+
+/// Extra OTs for the check: κ + λ = 168 rounded up to whole columns.
+pub const EXTRA: usize = 256;
+
+const SEED: &str = "the KOS challenge seed";
+const PROOF: &str = "the KOS check values";
+
+/// KOS sender (the party that checks), generic over its base OT.
+#[derive(Debug)]
+pub struct KosSender<B>(IknpSender<B>);
+
+/// KOS receiver (the party that proves consistency), generic over its base OT.
+#[derive(Debug)]
+pub struct KosReceiver<B>(IknpReceiver<B>);
+
+/// Σ χ_i·v_i in GF(2^128), accumulated unreduced and reduced once.
+fn inner_product(chi: &[Block], v: impl Iterator<Item = Block>) -> Block {
+    let (mut lo, mut hi) = (Block::ZERO, Block::ZERO);
+    for (c, x) in chi.iter().zip(v) {
+        let (l, h) = c.clmul(x);
+        lo ^= l;
+        hi ^= h;
+    }
+    Block::gf128_reduce(lo, hi)
+}
+
+fn challenges(seed: Block, m: usize) -> Vec<Block> {
+    let mut chi = vec![Block::ZERO; m];
+    AesPrg::new(seed).fill_blocks(&mut chi);
+    chi
+}
+
+impl<B: BaseOtReceiver> KosSender<B> {
+    /// A sender over `base`.
+    pub fn new(base: B) -> Self {
+        KosSender(IknpSender::new(base))
+    }
+
+    /// Runs the base OTs.
+    pub fn setup<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<()> {
+        self.0.setup(ch, sid, rng)
+    }
+
+    /// `out.len()` random OTs; fails with [`Error::CheckFailed`] if the receiver was
+    /// inconsistent.
+    pub fn send_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        out: &mut [[Block; 2]],
+        rng: &mut impl CryptoRng,
+    ) -> Result<()> {
+        let m = out.len();
+        let (first, q) = self.0.extend(ch, m + EXTRA)?;
+        let seed = Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64));
+        ch.send(&seed.to_bytes())?;
+        let proof = ch.recv(PROOF, 32)?;
+        let (x, t) = match (
+            Block::from_slice(proof.get(..16).unwrap_or_default()),
+            Block::from_slice(proof.get(16..).unwrap_or_default()),
+        ) {
+            (Some(x), Some(t)) => (x, t),
+            _ => {
+                return Err(Error::malformed(
+                    PROOF,
+                    format!("{} bytes, 32 expected", proof.len()),
+                ));
+            }
+        };
+        let chi = challenges(seed, m + EXTRA);
+        let s = self.0.delta()?;
+        let expect = inner_product(&chi, q.iter().copied()) ^ x.gf128_mul(s);
+        if expect != t {
+            return Err(Error::CheckFailed(
+                "the OT receiver's columns are inconsistent (KOS correlation check)".into(),
+            ));
+        }
+        let mut q = q;
+        q.truncate(m);
+        random_outputs(&session_aes(sid, "ot/iknp/tccr"), s, first, q, out);
+        Ok(())
+    }
+}
+
+impl<B: BaseOtSender> KosReceiver<B> {
+    /// A receiver over `base`.
+    pub fn new(base: B) -> Self {
+        KosReceiver(IknpReceiver::new(base))
+    }
+
+    /// Runs the base OTs.
+    pub fn setup<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<()> {
+        self.0.setup(ch, sid, rng)
+    }
+
+    /// Random OTs: `out[i] = x_i^{choices[i]}`.
+    pub fn receive_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        choices: &[bool],
+        out: &mut [Block],
+        rng: &mut impl CryptoRng,
+    ) -> Result<()> {
+        if choices.len() != out.len() {
+            return Err(Error::InvalidParam {
+                field: "out",
+                reason: format!("{} output slots for {} OTs", out.len(), choices.len()),
+            });
+        }
+        let mut all = choices.to_vec();
+        all.extend((0..EXTRA).map(|_| rng.next_u32() & 1 == 1));
+        let (first, t) = self.0.extend(ch, &all)?;
+        let seed_bytes = ch.recv(SEED, 16)?;
+        let seed = Block::from_slice(&seed_bytes).ok_or_else(|| {
+            Error::malformed(SEED, format!("{} bytes, 16 expected", seed_bytes.len()))
+        })?;
+        let chi = challenges(seed, all.len());
+        // x = Σ χ_i·r_i with r_i a bit: the XOR of the χ_i whose choice is 1 (constant time).
+        let x = chi
+            .iter()
+            .zip(&all)
+            .fold(Block::ZERO, |acc, (c, &r)| acc ^ (*c & Block::mask(r)));
+        let tt = inner_product(&chi, t.iter().copied());
+        let mut proof = x.to_bytes().to_vec();
+        proof.extend_from_slice(&tt.to_bytes());
+        ch.send(&proof)?;
+        let mut rows = t;
+        rows.truncate(choices.len());
+        session_aes(sid, "ot/iknp/tccr").tccr_hash(first, &mut rows);
+        out.copy_from_slice(&rows);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+    use crate::base::{ChouOrlandiReceiver, ChouOrlandiSender};
+    use blindjoin_testkit::{rng, run_two_party};
+
+    fn run(cheat: Option<(usize, usize)>) -> Result<()> {
+        let sid = [3u8; 32];
+        let choices: Vec<bool> = (0..1000).map(|i| i % 3 == 0).collect();
+        let (_, sent) = run_two_party(
+            |ch| {
+                let mut r = KosReceiver::new(ChouOrlandiSender::default());
+                r.0.cheat = cheat;
+                r.setup(ch, &sid, &mut rng(1)).unwrap();
+                let mut out = vec![Block::ZERO; choices.len()];
+                r.receive_random(ch, &sid, &choices, &mut out, &mut rng(3))
+            },
+            |ch| {
+                let mut s = KosSender::new(ChouOrlandiReceiver::default());
+                s.setup(ch, &sid, &mut rng(2)).unwrap();
+                let mut out = vec![[Block::ZERO; 2]; 1000];
+                s.send_random(ch, &sid, &mut out, &mut rng(4))
+            },
+        );
+        sent
+    }
+
+    #[test]
+    fn a_receiver_with_inconsistent_columns_is_caught() {
+        // Choice bit 17 differs between the first 64 columns and the rest, and x is computed from
+        // the unflipped choices: the check passes only if those 64 bits of s are all 0
+        // (probability 2^-64; with x from the flipped bit, only if the other 64 are).
+        let e = run(Some((17, 64))).unwrap_err();
+        assert!(matches!(e, Error::CheckFailed(_)), "{e}");
+        // A receiver whose x does not match its (consistent) columns is caught as well.
+        let e = run(Some((17, 128))).unwrap_err();
+        assert!(matches!(e, Error::CheckFailed(_)), "{e}");
+        run(None).unwrap();
+    }
+}

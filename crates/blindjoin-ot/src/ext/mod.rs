@@ -1,0 +1,81 @@
+//! 1-out-of-2 OT extension: IKNP with the ALSZ optimisations (semi-honest, [`iknp`]) and the KOS
+//! consistency check (malicious receiver, [`kos`]).
+//!
+//! **Papers.** Ishai, Kilian, Nissim, Petrank, *Extending Oblivious Transfers Efficiently*
+//! (CRYPTO 2003); Asharov, Lindell, Schneider, Zohner, *More Efficient Oblivious Transfer and
+//! Extensions for Faster Secure Computation* (CCS 2013), as summarised in PSZ App. C.1-C.2;
+//! Keller, Orsini, Scholl, *Actively Secure OT Extension with Optimal Overhead* (CRYPTO 2015),
+//! Fig. 7 (the correlation check). Hashes: the tweakable circular-correlation-robust hash
+//! `TCCR(i, x) = π(π(x) ⊕ i) ⊕ π(x)` of Guo, Katz, Wang, Yu (S&P 2020, §7.4), with π fixed-key
+//! AES under a key derived from the session id.
+//!
+//! **Message flow** (κ = 128; the extension receiver R has choice bits r, the extension
+//! sender S a random s ∈ {0,1}^κ):
+//!
+//! ```text
+//! setup:  κ random base OTs in reversed roles: R is the base-OT sender with (k_j^0, k_j^1),
+//!         S the base-OT receiver with choices s, learning k_j^{s_j}.
+//! per chunk of m OTs (m a multiple of 128 after padding):
+//!   R: t^j = G(k_j^0), u^j = t^j ⊕ G(k_j^1) ⊕ r          (G = AES-CTR, one stream per j)
+//!   R → S: u^1..u^κ                                       (κ bits per OT: ALSZ)
+//!   S: q^j = G(k_j^{s_j}) ⊕ s_j·u^j, so that row q_i = t_i ⊕ r_i·s
+//!   random OT: S outputs (TCCR(i, q_i), TCCR(i, q_i ⊕ s)), R outputs TCCR(i, t_i)
+//! ```
+//!
+//! Correlated OT (sender's messages x_i and x_i ⊕ Δ) and chosen-message OT are built on the
+//! random OTs with one further message from S (PSZ App. C.1's y-values). The PRG streams continue
+//! from chunk to chunk, so one setup serves any number of OTs, processed in chunks of at most
+//! [`CHUNK`] OTs with memory bounded by the chunk.
+
+pub mod iknp;
+pub mod kos;
+
+use blindjoin_core::Block;
+use blindjoin_core::aes::FixedKeyAes;
+use blindjoin_core::item::{domain_hasher, update_prefixed};
+use sha2::Digest;
+
+/// OTs per chunk: 2^16, i.e. 1 MiB of `u` columns per frame.
+pub const CHUNK: usize = 1 << 16;
+
+/// κ, the number of base OTs and the width of the extension matrix's rows.
+pub const KAPPA: usize = 128;
+
+/// The fixed-key AES permutation of a session and role-independent label.
+pub(crate) fn session_aes(sid: &[u8; 32], label: &str) -> FixedKeyAes {
+    let mut h = domain_hasher(label.as_bytes());
+    update_prefixed(&mut h, sid);
+    let d = h.finalize();
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&d[..16]);
+    FixedKeyAes::new(Block::from_bytes(key))
+}
+
+/// Bytes of one column of the extension matrix for `m` OTs: m rounded up to 128 bits.
+pub(crate) fn row_bytes(m: usize) -> usize {
+    m.div_ceil(128) * 16
+}
+
+/// Packs choice bits into `row_bytes(len)` bytes, bit i at byte i/8, position i%8.
+pub(crate) fn pack_bits(bits: &[bool]) -> Vec<u8> {
+    let mut out = vec![0u8; row_bytes(bits.len())];
+    for (i, &b) in bits.iter().enumerate() {
+        out[i / 8] |= u8::from(b) << (i % 8);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packing_pads_to_whole_blocks() {
+        assert_eq!(row_bytes(1), 16);
+        assert_eq!(row_bytes(128), 16);
+        assert_eq!(row_bytes(129), 32);
+        let p = pack_bits(&[true, false, true, true, false, false, false, false, true]);
+        assert_eq!(&p[..2], &[0b1101, 1]);
+        assert_eq!(p.len(), 16);
+    }
+}

@@ -1,0 +1,10 @@
+//! blindjoin-ot: oblivious transfer, the layer under the fast PSI protocols.
+//!
+//! - [`base`]: base OT on Ristretto255;
+//! - [`ext`]: IKNP/ALSZ random, correlated and chosen-message OT extension, and KOS;
+//!
+//! Every role is generic over the channel and the RNG; extensions are generic over their base OT.
+#![deny(missing_docs)]
+
+pub mod base;
+pub mod ext;
