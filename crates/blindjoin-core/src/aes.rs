@@ -5,17 +5,20 @@
 //! under a key that is public but chosen per session gives, for the OT-extension layer:
 //!
 //! - [`FixedKeyAes::cr_hash`]: a correlation-robust hash `CR(x) = π(σ(x)) ⊕ σ(x)` (§7.2, MMO
-//!   with the orthomorphism σ), enough for semi-honest IKNP/ALSZ/KKRT, where the receiver's
-//!   correlation Δ is the same for every row;
+//!   with the orthomorphism σ): for rows whose correlated queries are `x` and `x ⊕ Δ` with one
+//!   secret Δ, as in semi-honest IKNP/ALSZ;
 //! - [`FixedKeyAes::tccr_hash`]: a tweakable circular-correlation-robust hash
-//!   `TCCR(i, x) = π(π(x) ⊕ i) ⊕ π(x)` (§7.4), for protocols whose rows are hashed under
-//!   distinct tweaks (the row index) and may be queried on correlated inputs, as in malicious
-//!   KOS.
+//!   `TCCR(i, x) = π(π(x) ⊕ i) ⊕ π(x)` (§7.4), for rows hashed under distinct tweaks (the OT
+//!   index) whose inputs may be correlated with the secret in more general ways, as in
+//!   malicious KOS.
 //!
-//! **Deviation from a truly fixed key.** GKWY20 fix one key for all time; we key π per session
-//! ([`FixedKeyAes::new`], the caller derives the key from the session id), so that an attacker
-//! cannot precompute on π across sessions (the multi-instance concern of GKWY20 §1.3 and the
-//! "fixed-key" attacks on half-gates discussed there).
+//! Which property a protocol needs (KKRT's code-correlated rows, for instance) is for the
+//! protocol's module to argue; this module only implements the two constructions exactly.
+//!
+//! **Key per session.** GKWY20 analyse π as a public random permutation with a fixed key. We
+//! key π per session ([`FixedKeyAes::new`]; the caller derives the key from the session id), so
+//! that nothing an attacker computes on π ahead of time or in one session carries over to
+//! another. The key is still public: nothing here relies on its secrecy.
 //!
 //! **Byte order.** A [`Block`] enters AES as its little-endian bytes
 //! ([`Block::to_bytes`]): AES byte `k` is bits `8k..8k+7` of the `u128`, and the ciphertext is

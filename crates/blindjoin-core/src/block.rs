@@ -10,12 +10,12 @@
 //!
 //! [`Block::gf128_mul`] multiplies in GF(2)\[x\] / (x^128 + x^7 + x^2 + x + 1) with the
 //! *natural* bit order: bit `i` of the `u128` is the coefficient of x^i, so `Block(1)` is the
-//! field's one and `Block(2)` is x. This is the convention of libOTe's `gf128Mul` and of the
-//! KOS consistency check (KOS15 §3, PSZ App. C); it is **not** GCM's bit-reflected order. The
-//! product uses PCLMULQDQ when the CPU has it (detected once at run time and cached) and
-//! otherwise a portable constant-time carry-less multiplication (integer multiplications with
-//! holes, as in BearSSL's `ghash_ctmul`): both paths are branch-free in the data and give
-//! bit-identical results.
+//! field's one and `Block(2)` is x. This is the convention of libOTe's `gf128Mul`, used for
+//! the consistency check of KOS (Keller, Orsini, Scholl, CRYPTO 2015); it is **not** GCM's
+//! bit-reflected order. The product uses PCLMULQDQ when the CPU has it (detected once at run
+//! time and cached) and otherwise a portable constant-time carry-less multiplication (integer
+//! multiplications with holes, as in BearSSL's `ghash_ctmul`): both paths are branch-free in
+//! the data and give bit-identical results.
 //!
 //! For a sum of many products, [`Block::clmul`] returns the unreduced 256-bit product so that
 //! the caller can XOR-accumulate and call [`Block::gf128_reduce`] once;

@@ -20,6 +20,7 @@
 use super::iknp::{IknpReceiver, IknpSender, random_outputs};
 use super::session_aes;
 use crate::base::{BaseOtReceiver, BaseOtSender};
+use blindjoin_core::block::gf128_inner_product;
 use blindjoin_core::channel::Channel;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
@@ -38,17 +39,6 @@ pub struct KosSender<B>(IknpSender<B>);
 /// KOS receiver (the party that proves consistency), generic over its base OT.
 #[derive(Debug)]
 pub struct KosReceiver<B>(IknpReceiver<B>);
-
-/// Σ χ_i·v_i in GF(2^128), accumulated unreduced and reduced once.
-fn inner_product(chi: &[Block], v: impl Iterator<Item = Block>) -> Block {
-    let (mut lo, mut hi) = (Block::ZERO, Block::ZERO);
-    for (c, x) in chi.iter().zip(v) {
-        let (l, h) = c.clmul(x);
-        lo ^= l;
-        hi ^= h;
-    }
-    Block::gf128_reduce(lo, hi)
-}
 
 fn challenges(seed: Block, m: usize) -> Vec<Block> {
     let mut chi = vec![Block::ZERO; m];
@@ -100,7 +90,7 @@ impl<B: BaseOtReceiver> KosSender<B> {
         };
         let chi = challenges(seed, m + EXTRA);
         let s = self.0.delta()?;
-        let expect = inner_product(&chi, q.iter().copied()) ^ x.gf128_mul(s);
+        let expect = gf128_inner_product(&chi, &q) ^ x.gf128_mul(s);
         if expect != t {
             return Err(Error::CheckFailed(
                 "the OT receiver's columns are inconsistent (KOS correlation check)".into(),
@@ -157,7 +147,7 @@ impl<B: BaseOtSender> KosReceiver<B> {
             .iter()
             .zip(&all)
             .fold(Block::ZERO, |acc, (c, &r)| acc ^ (*c & Block::mask(r)));
-        let tt = inner_product(&chi, t.iter().copied());
+        let tt = gf128_inner_product(&chi, &t);
         let mut proof = x.to_bytes().to_vec();
         proof.extend_from_slice(&tt.to_bytes());
         ch.send(&proof)?;
