@@ -19,6 +19,8 @@ struct SenderState {
     prgs: Vec<AesPrg>,
     aes: FixedKeyAes,
     next_index: u64,
+    /// The q columns of one chunk, reused from chunk to chunk.
+    columns: Vec<u8>,
 }
 
 /// The extension receiver's state after setup.
@@ -26,6 +28,8 @@ struct ReceiverState {
     prgs: Vec<[AesPrg; 2]>,
     aes: FixedKeyAes,
     next_index: u64,
+    /// The t and u columns of one chunk, reused from chunk to chunk.
+    columns: [Vec<u8>; 2],
 }
 
 /// IKNP/ALSZ OT-extension sender, generic over the base OT it runs as receiver.
@@ -92,6 +96,7 @@ impl<B: BaseOtReceiver> IknpSender<B> {
             prgs,
             aes: session_aes(sid, "ot/iknp/tccr"),
             next_index: 0,
+            columns: Vec::new(),
         });
         Ok(())
     }
@@ -110,10 +115,9 @@ impl<B: BaseOtReceiver> IknpSender<B> {
     ) -> Result<(u64, Vec<Block>)> {
         let st = self.state.as_mut().ok_or_else(not_set_up)?;
         let first = st.next_index;
-        let mut rows = Vec::with_capacity(m);
-        let mut left = m;
-        while left > 0 {
-            let len = left.min(CHUNK);
+        let mut rows = vec![Block::ZERO; m];
+        for dest in rows.chunks_mut(CHUNK) {
+            let len = dest.len();
             let rb = row_bytes(len);
             let u = ch.recv(U_COLUMNS, KAPPA * rb)?;
             if u.len() != KAPPA * rb {
@@ -122,17 +126,15 @@ impl<B: BaseOtReceiver> IknpSender<B> {
                     format!("{} bytes, {} expected", u.len(), KAPPA * rb),
                 ));
             }
-            let mut q = vec![0u8; KAPPA * rb];
+            let q = &mut st.columns;
+            q.resize(KAPPA * rb, 0);
             for (j, (qj, uj)) in q.chunks_exact_mut(rb).zip(u.chunks_exact(rb)).enumerate() {
                 st.prgs[j].fill_bytes(qj);
                 // Constant time in s: XOR u^j under an all-ones or all-zero mask.
                 let mask = 0u8.wrapping_sub(u8::from(st.s.bit(j)));
                 qj.iter_mut().zip(uj).for_each(|(a, b)| *a ^= b & mask);
             }
-            let mut block_rows = vec![Block::ZERO; rb * 8];
-            transpose_128xn(&q, rb, &mut block_rows)?;
-            rows.extend_from_slice(&block_rows[..len]);
-            left -= len;
+            transpose_rows(q, rb, dest)?;
         }
         st.next_index += m as u64;
         Ok((first, rows))
@@ -185,7 +187,21 @@ impl<B: BaseOtReceiver> IknpSender<B> {
     }
 }
 
-/// Random-OT outputs from the rows q_i: (TCCR(i, q_i), TCCR(i, q_i ⊕ s)).
+/// Transposes 128 columns of `rb` bytes into the rows `dest` (at most `8·rb` of them), straight
+/// into `dest` when the chunk fills whole 128-row tiles.
+fn transpose_rows(columns: &[u8], rb: usize, dest: &mut [Block]) -> Result<()> {
+    if dest.len() == rb * 8 {
+        return transpose_128xn(columns, rb, dest);
+    }
+    let mut all = vec![Block::ZERO; rb * 8];
+    transpose_128xn(columns, rb, &mut all)?;
+    let n = dest.len();
+    dest.copy_from_slice(&all[..n]);
+    Ok(())
+}
+
+/// Random-OT outputs from the rows q_i: (TCCR(i, q_i), TCCR(i, q_i ⊕ s)), computed in
+/// cache-sized pieces.
 pub(crate) fn random_outputs(
     aes: &FixedKeyAes,
     s: Block,
@@ -193,12 +209,20 @@ pub(crate) fn random_outputs(
     q: Vec<Block>,
     out: &mut [[Block; 2]],
 ) {
-    let mut q1: Vec<Block> = q.iter().map(|x| *x ^ s).collect();
-    let mut q0 = q;
-    hash_rows(aes, first, &mut q0);
-    hash_rows(aes, first, &mut q1);
-    for ((o, a), b) in out.iter_mut().zip(q0).zip(q1) {
-        *o = [a, b];
+    const PIECE: usize = 1 << 12;
+    let mut x1 = vec![Block::ZERO; PIECE.min(q.len())];
+    let mut q = q;
+    for (p, (qs, os)) in q.chunks_mut(PIECE).zip(out.chunks_mut(PIECE)).enumerate() {
+        let x1 = &mut x1[..qs.len()];
+        for (a, b) in x1.iter_mut().zip(qs.iter()) {
+            *a = *b ^ s;
+        }
+        let tweak = first + (p * PIECE) as u64;
+        hash_rows(aes, tweak, qs);
+        hash_rows(aes, tweak, x1);
+        for ((o, a), b) in os.iter_mut().zip(qs.iter()).zip(x1.iter()) {
+            *o = [*a, *b];
+        }
     }
 }
 
@@ -234,6 +258,7 @@ impl<B: BaseOtSender> IknpReceiver<B> {
             prgs,
             aes: session_aes(sid, "ot/iknp/tccr"),
             next_index: 0,
+            columns: [Vec::new(), Vec::new()],
         });
         Ok(())
     }
@@ -248,8 +273,8 @@ impl<B: BaseOtSender> IknpReceiver<B> {
         let cheat = self.cheat;
         let st = self.state.as_mut().ok_or_else(not_set_up)?;
         let first = st.next_index;
-        let mut rows = Vec::with_capacity(choices.len());
-        for chunk in choices.chunks(CHUNK) {
+        let mut rows = vec![Block::ZERO; choices.len()];
+        for (chunk, dest) in choices.chunks(CHUNK).zip(rows.chunks_mut(CHUNK)) {
             let rb = row_bytes(chunk.len());
             let r = pack_bits(chunk);
             #[cfg(test)]
@@ -260,8 +285,9 @@ impl<B: BaseOtSender> IknpReceiver<B> {
                 }
                 rc
             };
-            let mut t = vec![0u8; KAPPA * rb];
-            let mut u = vec![0u8; KAPPA * rb];
+            let [t, u] = &mut st.columns;
+            t.resize(KAPPA * rb, 0);
+            u.resize(KAPPA * rb, 0);
             for (j, (tj, uj)) in t
                 .chunks_exact_mut(rb)
                 .zip(u.chunks_exact_mut(rb))
@@ -279,10 +305,8 @@ impl<B: BaseOtSender> IknpReceiver<B> {
                     *a ^= b ^ c;
                 }
             }
-            ch.send(&u)?;
-            let mut block_rows = vec![Block::ZERO; rb * 8];
-            transpose_128xn(&t, rb, &mut block_rows)?;
-            rows.extend_from_slice(&block_rows[..chunk.len()]);
+            ch.send(u)?;
+            transpose_rows(t, rb, dest)?;
         }
         st.next_index += choices.len() as u64;
         Ok((first, rows))
