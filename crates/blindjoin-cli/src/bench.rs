@@ -401,20 +401,35 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
         println!("{}", table_row(&row));
         rows.push(row);
     }
-    std::fs::create_dir_all(&a.out).map_err(|source| CliError::File {
-        path: a.out.clone(),
-        source,
-    })?;
-    let stem = a.out.join(format!("{}-{threads}t", a.protocol.name()));
-    let json = serde_json::to_vec_pretty(&rows)
-        .map_err(|e| CliError::Usage(format!("cannot encode the results: {e}")))?;
-    write_atomic(&stem.with_extension("json"), &json)?;
     let mut md = format!("{TABLE_HEAD}\n");
     for r in &rows {
         md.push_str(&table_row(r));
         md.push('\n');
     }
-    write_atomic(&stem.with_extension("md"), md.as_bytes())?;
+    write_results(
+        &a.out,
+        &format!("{}-{threads}t", a.protocol.name()),
+        &rows,
+        &md,
+    )
+}
+
+/// Writes `<dir>/<name>.json` and `<dir>/<name>.md` (creating `dir`), atomically.
+pub(crate) fn write_results(
+    dir: &std::path::Path,
+    name: &str,
+    value: &impl Serialize,
+    markdown: &str,
+) -> CliResult<()> {
+    std::fs::create_dir_all(dir).map_err(|source| CliError::File {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let stem = dir.join(name);
+    let json = serde_json::to_vec_pretty(value)
+        .map_err(|e| CliError::Usage(format!("cannot encode the results: {e}")))?;
+    write_atomic(&stem.with_extension("json"), &json)?;
+    write_atomic(&stem.with_extension("md"), markdown.as_bytes())?;
     eprintln!("wrote {0}.json and {0}.md", stem.display());
     Ok(())
 }

@@ -1,10 +1,9 @@
 //! `blindjoin bench-ot`: OT extension end to end, both parties as two processes over loopback
 //! TCP, one handshake, the base OTs and `--count` random OTs in batches of 2^20.
 
-use crate::bench::{accept_on_loopback, median, run_pair};
+use crate::bench::{accept_on_loopback, median, run_pair, write_results};
 use crate::cli::parse_size;
 use crate::error::{CliError, CliResult};
-use crate::output::write_atomic;
 use crate::report::process_cpu_seconds;
 use blindjoin_core::Block;
 use blindjoin_core::channel::metered::{Metered, Traffic};
@@ -231,17 +230,10 @@ pub fn run(a: &BenchOtArgs, threads: Option<usize>) -> CliResult<()> {
         bits_per_ot_receiver_to_sender: r0.traffic.bytes_sent as f64 * 8.0 / a.count as f64,
     };
     println!("{HEAD}\n{}", row_md(&row));
-    std::fs::create_dir_all(&a.out).map_err(|source| CliError::File {
-        path: a.out.clone(),
-        source,
-    })?;
-    let stem = a.out.join(format!("ot-{}", a.kind.name()));
-    let json = serde_json::to_vec_pretty(&row)
-        .map_err(|e| CliError::Usage(format!("cannot encode the results: {e}")))?;
-    write_atomic(&stem.with_extension("json"), &json)?;
-    write_atomic(
-        &stem.with_extension("md"),
-        format!("{HEAD}\n{}\n", row_md(&row)).as_bytes(),
-    )?;
-    Ok(())
+    write_results(
+        &a.out,
+        &format!("ot-{}", a.kind.name()),
+        &row,
+        &format!("{HEAD}\n{}\n", row_md(&row)),
+    )
 }

@@ -500,3 +500,37 @@ fn phone_numbers_match_across_formats() {
         .collect();
     assert_eq!(rows, expected);
 }
+
+#[test]
+fn bench_ot_runs_both_extensions_over_tcp() {
+    let dir = tempfile::tempdir().unwrap();
+    for kind in ["iknp", "kos"] {
+        let out = run(&[
+            "bench-ot",
+            "--kind",
+            kind,
+            "--count",
+            "1000",
+            "--reps",
+            "1",
+            "--out",
+            s(dir.path()),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let path = dir.path().join(format!("ot-{kind}.json"));
+        let row: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        assert_eq!(row["count"], 1000);
+        // κ = 128 bits per OT, rounded up to 1024 OTs (plus KOS's 256 extra) and the base OTs.
+        let extra = if kind == "kos" { 256 } else { 0 };
+        let u_bytes = (1024 + extra) * 16;
+        let sent = row["bytes_receiver_to_sender"].as_u64().unwrap();
+        assert!(
+            sent >= u_bytes && sent < u_bytes + 128 * 40,
+            "{kind}: {sent}"
+        );
+    }
+}
