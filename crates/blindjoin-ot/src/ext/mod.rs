@@ -28,6 +28,7 @@
 //! [`CHUNK`] OTs with memory bounded by the chunk.
 
 pub mod iknp;
+pub mod kk13;
 pub mod kos;
 
 use blindjoin_core::Block;

@@ -1,0 +1,711 @@
+//! KK13 random 1-out-of-N OT extension, N = 2^η, semi-honest.
+//!
+//! **Paper.** Kolesnikov, Kumaresan, *Improved OT Extension for Transferring Short Secrets*
+//! (CRYPTO 2013), as described in Pinkas, Schneider, Zohner, *Scalable Private Set Intersection
+//! Based on OT Extension* (PSZ), App. C.3 "1-out-of-N OT Extension", with the parameter
+//! trade-off of PSZ Table 9 ([`table9_factor`]).
+//!
+//! **Code.** The receiver's choice v ∈ [0, N) is encoded with the Walsh-Hadamard code: bit w of
+//! c(v) is parity(popcount(v & w)) for w ∈ [0, N), so two codewords are at distance N/2. The
+//! code is repeated r = ⌈κ / 2^(η-1)⌉ times so that the distance is at least κ = 128; bit j of
+//! the repeated codeword is bit (j mod N) of c(v). Its length κ' = r·N ([`code_len`]) is a
+//! multiple of 128: 256 for η ≤ 8, 512 for η = 9, 1024 for η = 10.
+//!
+//! **Message flow** (receiver R with choices v_i, sender S):
+//!
+//! ```text
+//! setup:  κ' random base OTs in reversed roles: R is the base-OT sender with (k_j^0, k_j^1),
+//!         S the base-OT receiver with a random choice vector s ∈ {0,1}^κ', learning k_j^{s_j}.
+//! per chunk of ≤ 2^16 OTs (padded to a multiple of 128 rows with the codeword c(0)):
+//!   R: t^j = G(k_j^0), u^j = t^j ⊕ G(k_j^1) ⊕ C^j    (C^j: column j of the m×κ' matrix with
+//!                                                     rows c(v_i); G = AES-CTR, one stream per j)
+//!   R → S: u^1..u^κ'                                 (one frame of κ'·⌈m/128⌉·16 bytes)
+//!   S: q^j = G(k_j^{s_j}) ⊕ s_j·u^j, so that row q_i = t_i ⊕ (c(v_i) ∧ s)
+//! random OT: R outputs H(i, t_i); S can compute H(i, q_i ⊕ (c(w) ∧ s)) for any w ∈ [0, N),
+//!            which equals R's output exactly for w = v_i.
+//! ```
+//!
+//! The PRG streams continue from chunk to chunk and the OT index i counts across calls, so one
+//! setup serves any number of OTs. The sender does not materialise all N outputs per OT: it
+//! keeps the rows q_i in a [`Kk13SenderOutputs`] and hashes on demand.
+//!
+//! **Hash.** H(i, x) = SHA-256(domain ‖ len‖i ‖ len‖x) truncated to 16 bytes, where the domain
+//! (absorbed with [`domain_hasher`]) is SHA-256 of a fixed label and the session id, the OT index
+//! i is a 64-bit little-endian integer and x the κ'/8 bytes of the row (blocks little-endian).
+//! H is modelled as a **random oracle**: KK13's security needs H to be correlation robust for
+//! the code's correlations (x ⊕ (c(w) ∧ s) for codewords c(w)), and PSZ App. C.3 uses the
+//! random-oracle variant for random OT.
+//!
+//! **Security model.** Semi-honest (honest-but-curious) sender and receiver. The receiver's
+//! choices are hidden because every u^j is masked by G(k_j^{1-s_j}), which S never learns (PRG
+//! security); the sender's messages for w ≠ v_i are pseudorandom to the receiver because
+//! q_i ⊕ (c(w) ∧ s) = t_i ⊕ ((c(v_i) ⊕ c(w)) ∧ s) involves at least κ bits of s unknown to R
+//! (the code's distance is ≥ κ), under the random oracle H. No protection against a malicious
+//! party.
+//!
+//! **Parameters.** κ = 128; η ∈ 1..=[`MAX_ETA`] (PSZ picks η = 8, i.e. N = 256, κ' = 256);
+//! chunks of [`CHUNK`] OTs.
+//!
+//! **Deviations.** (1) The code is padded by repetition (PSZ and KK13 allow any code with
+//! distance ≥ κ; KK13 suggests WH for short codewords, and repetition keeps the distance
+//! argument trivial). (2) H is SHA-256 rather than fixed-key AES, since the rows are wider than
+//! one block. (3) [`Kk13SenderOutputs::output`] returns a `Result` (out-of-range OT index or
+//! message index is an `InvalidParam` error instead of a panic). (4) The sender's table of
+//! c(w) ∧ s is indexed by w, a memory access that depends on the sender's own query (not on
+//! anything the receiver sees).
+
+use super::{CHUNK, KAPPA, row_bytes};
+use crate::base::{BaseOtReceiver, BaseOtSender};
+use blindjoin_core::channel::Channel;
+use blindjoin_core::item::{domain_hasher, update_prefixed};
+use blindjoin_core::prg::AesPrg;
+use blindjoin_core::transpose::transpose_128xn;
+use blindjoin_core::{Block, Error, Result};
+use rand::CryptoRng;
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+use zeroize::Zeroize;
+
+const U_COLUMNS: &str = "the KK13 extension's u columns";
+
+/// The largest supported η (N = 2^η = 1024, κ' = 1024).
+pub const MAX_ETA: u32 = 10;
+
+/// OTs hashed per rayon task.
+const HASH_BATCH: usize = 1024;
+
+/// Length κ' of the repeated Walsh-Hadamard codeword for N = 2^η: r·2^η with
+/// r = ⌈κ / 2^(η-1)⌉, rounded up to a multiple of 128. An `eta` outside 1..=[`MAX_ETA`] is
+/// clamped into that range.
+pub fn code_len(eta: u32) -> usize {
+    let eta = eta.clamp(1, MAX_ETA);
+    let n = 1usize << eta;
+    let reps = KAPPA.div_ceil(n / 2);
+    (reps * n).div_ceil(128) * 128
+}
+
+/// PSZ Table 9: the communication of PSZ's OT-based PSI with 1-out-of-2^η OT, per n·κ·σ,
+/// which is κ'(η) / (η·κ) (κ' bits sent per OT, each OT covering η bits of an element). An `eta`
+/// outside 1..=[`MAX_ETA`] is clamped into that range.
+pub fn table9_factor(eta: u32) -> f64 {
+    let eta = eta.clamp(1, MAX_ETA);
+    code_len(eta) as f64 / (f64::from(eta) * KAPPA as f64)
+}
+
+/// The repeated Walsh-Hadamard codeword of `v` for N = 2^η (η clamped as in [`code_len`]), as
+/// κ'/128 blocks: bit j (bit j % 128 of block j / 128) is parity(v & (j mod N)). Only the low η
+/// bits of `v` are used.
+pub fn codeword(eta: u32, v: u32) -> Vec<Block> {
+    let eta = eta.clamp(1, MAX_ETA);
+    let n_mask = (1u32 << eta) - 1;
+    let v = v & n_mask;
+    let kp = code_len(eta);
+    (0..kp / 128)
+        .map(|g| {
+            let mut b = 0u128;
+            for k in 0..128u32 {
+                let w = (g as u32 * 128 + k) & n_mask;
+                b |= u128::from((v & w).count_ones() & 1) << k;
+            }
+            Block(b)
+        })
+        .collect()
+}
+
+fn check_eta(eta: u32) -> Result<()> {
+    if !(1..=MAX_ETA).contains(&eta) {
+        return Err(Error::InvalidParam {
+            field: "eta",
+            reason: format!("η = {eta}, expected 1..={MAX_ETA}"),
+        });
+    }
+    Ok(())
+}
+
+fn not_set_up() -> Error {
+    Error::InvalidParam {
+        field: "ot",
+        reason: "the KK13 OT extension was used before setup".into(),
+    }
+}
+
+/// The random oracle's state after absorbing its session-derived domain.
+fn ro_state(sid: &[u8; 32]) -> Sha256 {
+    let mut d = domain_hasher(b"blindjoin/ot/kk13/ro/v1");
+    update_prefixed(&mut d, sid);
+    let domain = d.finalize();
+    domain_hasher(&domain)
+}
+
+/// H(index, row), truncated to one block.
+fn hash_row(ro: &Sha256, index: u64, row: &[Block]) -> Block {
+    let mut bytes = [0u8; 128];
+    let len = 16 * row.len();
+    for (dst, b) in bytes.chunks_exact_mut(16).zip(row) {
+        dst.copy_from_slice(&b.to_bytes());
+    }
+    let mut h = ro.clone();
+    update_prefixed(&mut h, &index.to_le_bytes());
+    update_prefixed(&mut h, &bytes[..len]);
+    bytes.zeroize();
+    let d = h.finalize();
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&d[..16]);
+    Block::from_bytes(out)
+}
+
+/// Transposes the κ' columns (each `rb` bytes) of `cols` into rows of κ'/128 blocks, appending
+/// the first `len` rows to `rows`.
+fn columns_to_rows(cols: &[u8], rb: usize, len: usize, rows: &mut Vec<Block>) -> Result<()> {
+    let groups = cols.len() / (128 * rb);
+    let mut tiles = vec![Block::ZERO; groups * rb * 8];
+    for (g, tile) in tiles.chunks_exact_mut(rb * 8).enumerate() {
+        transpose_128xn(&cols[g * 128 * rb..(g + 1) * 128 * rb], rb, tile)?;
+    }
+    let start = rows.len();
+    rows.resize(start + len * groups, Block::ZERO);
+    for (i, row) in rows[start..].chunks_exact_mut(groups).enumerate() {
+        for (g, r) in row.iter_mut().enumerate() {
+            *r = tiles[g * rb * 8 + i];
+        }
+    }
+    tiles.zeroize();
+    Ok(())
+}
+
+/// The extension sender's state after setup.
+struct SenderState {
+    /// s as κ'/128 blocks.
+    s: Vec<Block>,
+    prgs: Vec<AesPrg>,
+    /// c(w) ∧ s for every w, κ'/128 blocks each.
+    masks: Vec<Block>,
+    ro: Sha256,
+    next_index: u64,
+}
+
+impl Drop for SenderState {
+    fn drop(&mut self) {
+        self.s.zeroize();
+        self.masks.zeroize();
+    }
+}
+
+/// The extension receiver's state after setup.
+struct ReceiverState {
+    prgs: Vec<[AesPrg; 2]>,
+    ro: Sha256,
+    next_index: u64,
+}
+
+/// KK13 1-out-of-2^η OT-extension sender, generic over the base OT it runs as receiver.
+pub struct Kk13Sender<B> {
+    base: B,
+    eta: u32,
+    state: Option<SenderState>,
+}
+
+/// KK13 1-out-of-2^η OT-extension receiver, generic over the base OT it runs as sender.
+pub struct Kk13Receiver<B> {
+    base: B,
+    eta: u32,
+    state: Option<ReceiverState>,
+}
+
+impl<B> std::fmt::Debug for Kk13Sender<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kk13Sender")
+            .field("eta", &self.eta)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B> std::fmt::Debug for Kk13Receiver<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kk13Receiver")
+            .field("eta", &self.eta)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The sender's side of a batch of random 1-out-of-N OTs: the rows q_i = t_i ⊕ (c(v_i) ∧ s),
+/// from which [`output`](Self::output) computes the message H(i, q_i ⊕ (c(w) ∧ s)) of any
+/// w ∈ [0, N) on demand. Secret material is zeroised on drop.
+pub struct Kk13SenderOutputs {
+    /// Rows q_i, κ'/128 blocks each.
+    rows: Vec<Block>,
+    /// The sender's base-OT choices s, κ'/128 blocks.
+    s: Vec<Block>,
+    /// c(w) ∧ s for every w ∈ [0, N), κ'/128 blocks each.
+    masks: Vec<Block>,
+    eta: u32,
+    first: u64,
+    len: usize,
+    ro: Sha256,
+}
+
+impl std::fmt::Debug for Kk13SenderOutputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kk13SenderOutputs")
+            .field("eta", &self.eta)
+            .field("first", &self.first)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Kk13SenderOutputs {
+    fn drop(&mut self) {
+        self.rows.zeroize();
+        self.s.zeroize();
+        self.masks.zeroize();
+    }
+}
+
+impl Kk13SenderOutputs {
+    /// Number of OTs in the batch.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// η of the OTs (N = 2^η messages per OT).
+    pub fn eta(&self) -> u32 {
+        self.eta
+    }
+
+    /// The global OT index of the batch's first OT (indices count across calls).
+    pub fn first_index(&self) -> u64 {
+        self.first
+    }
+
+    fn check(&self, i: usize, w: u32) -> Result<()> {
+        if i >= self.len {
+            return Err(Error::InvalidParam {
+                field: "i",
+                reason: format!("OT {i} of a batch of {}", self.len),
+            });
+        }
+        if w >> self.eta != 0 {
+            return Err(Error::InvalidParam {
+                field: "w",
+                reason: format!("message {w} of a 1-out-of-{} OT", 1u32 << self.eta),
+            });
+        }
+        Ok(())
+    }
+
+    fn output_unchecked(&self, i: usize, w: u32) -> Block {
+        let nb = self.s.len();
+        let mut row = [Block::ZERO; MAX_ETA_BLOCKS];
+        let q = &self.rows[i * nb..(i + 1) * nb];
+        let m = &self.masks[w as usize * nb..(w as usize + 1) * nb];
+        for ((r, a), b) in row.iter_mut().zip(q).zip(m) {
+            *r = *a ^ *b;
+        }
+        let out = hash_row(&self.ro, self.first + i as u64, &row[..nb]);
+        row.zeroize();
+        out
+    }
+
+    /// The sender's message w ∈ [0, N) of OT `i` of this batch: H(first + i, q_i ⊕ (c(w) ∧ s)).
+    /// The receiver's output for OT `i` is `output(i, v_i)`. `Err(InvalidParam)` if
+    /// `i >= self.len()` or `w >= N`.
+    pub fn output(&self, i: usize, w: u32) -> Result<Block> {
+        self.check(i, w)?;
+        Ok(self.output_unchecked(i, w))
+    }
+
+    /// Batch variant of [`output`](Self::output): `out[k] = output(queries[k].0, queries[k].1)`,
+    /// hashed in parallel. Checks every query before hashing; `Err(InvalidParam)` on a bad
+    /// query or if `out.len() != queries.len()`.
+    pub fn outputs(&self, queries: &[(usize, u32)], out: &mut [Block]) -> Result<()> {
+        check_out_len(queries.len(), out.len())?;
+        for &(i, w) in queries {
+            self.check(i, w)?;
+        }
+        out.par_chunks_mut(HASH_BATCH)
+            .zip(queries.par_chunks(HASH_BATCH))
+            .for_each(|(o, q)| {
+                for (o, &(i, w)) in o.iter_mut().zip(q) {
+                    *o = self.output_unchecked(i, w);
+                }
+            });
+        Ok(())
+    }
+}
+
+/// κ'/128 for η = [`MAX_ETA`]: the largest row in blocks.
+const MAX_ETA_BLOCKS: usize = 1024 / 128;
+
+fn check_out_len(expected: usize, got: usize) -> Result<()> {
+    if expected != got {
+        return Err(Error::InvalidParam {
+            field: "out",
+            reason: format!("{got} output slots for {expected} OTs"),
+        });
+    }
+    Ok(())
+}
+
+impl<B: BaseOtReceiver> Kk13Sender<B> {
+    /// A sender for 1-out-of-2^η OTs that will run its base OTs with `base`.
+    /// `Err(InvalidParam)` unless 1 ≤ η ≤ [`MAX_ETA`].
+    pub fn new(base: B, eta: u32) -> Result<Self> {
+        check_eta(eta)?;
+        Ok(Kk13Sender {
+            base,
+            eta,
+            state: None,
+        })
+    }
+
+    /// η of the OTs.
+    pub fn eta(&self) -> u32 {
+        self.eta
+    }
+
+    /// Runs the κ' base OTs (as their receiver, with a random choice vector s).
+    pub fn setup<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<()> {
+        let kp = code_len(self.eta);
+        let s: Vec<Block> = (0..kp / 128)
+            .map(|_| Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64)))
+            .collect();
+        let choices: Vec<bool> = (0..kp).map(|j| s[j / 128].bit(j % 128)).collect();
+        let keys = self.base.receive_random(ch, sid, &choices, rng)?;
+        if keys.len() != kp {
+            return Err(Error::InvalidParam {
+                field: "base OT",
+                reason: format!("{} base OTs, {kp} expected", keys.len()),
+            });
+        }
+        let prgs = keys
+            .iter()
+            .map(|k| AesPrg::new(Block::from_bytes(*k)))
+            .collect();
+        let masks = (0..1u32 << self.eta)
+            .flat_map(|w| {
+                codeword(self.eta, w)
+                    .into_iter()
+                    .zip(&s)
+                    .map(|(c, s)| c & *s)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        self.state = Some(SenderState {
+            s,
+            prgs,
+            masks,
+            ro: ro_state(sid),
+            next_index: 0,
+        });
+        Ok(())
+    }
+
+    /// `m` random 1-out-of-N OTs: receives the receiver's u columns (one frame per chunk of
+    /// ≤ [`CHUNK`] OTs, each of exactly κ'·row_bytes bytes, else `Err(Malformed)`) and returns
+    /// the rows from which any of the N messages of each OT can be computed.
+    pub fn send_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        m: usize,
+    ) -> Result<Kk13SenderOutputs> {
+        let kp = code_len(self.eta);
+        let eta = self.eta;
+        let st = self.state.as_mut().ok_or_else(not_set_up)?;
+        let first = st.next_index;
+        let mut rows = Vec::with_capacity(m * (kp / 128));
+        let mut left = m;
+        while left > 0 {
+            let len = left.min(CHUNK);
+            let rb = row_bytes(len);
+            let u = ch.recv(U_COLUMNS, kp * rb)?;
+            if u.len() != kp * rb {
+                return Err(Error::malformed(
+                    U_COLUMNS,
+                    format!("{} bytes, {} expected", u.len(), kp * rb),
+                ));
+            }
+            let mut q = vec![0u8; kp * rb];
+            for (j, (qj, uj)) in q.chunks_exact_mut(rb).zip(u.chunks_exact(rb)).enumerate() {
+                st.prgs[j].fill_bytes(qj);
+                // Constant time in s: XOR u^j under an all-ones or all-zero mask.
+                let mask = 0u8.wrapping_sub(u8::from(st.s[j / 128].bit(j % 128)));
+                qj.iter_mut().zip(uj).for_each(|(a, b)| *a ^= b & mask);
+            }
+            columns_to_rows(&q, rb, len, &mut rows)?;
+            q.zeroize();
+            left -= len;
+        }
+        st.next_index += m as u64;
+        Ok(Kk13SenderOutputs {
+            rows,
+            s: st.s.clone(),
+            masks: st.masks.clone(),
+            eta,
+            first,
+            len: m,
+            ro: st.ro.clone(),
+        })
+    }
+}
+
+/// Writes the first N columns (each `rb` bytes) of the codeword matrix with rows c(v_i) into
+/// `cols`, then repeats them up to κ' columns.
+fn code_columns(eta: u32, choices: &[u32], rb: usize, cols: &mut [u8]) {
+    let n = 1usize << eta;
+    cols.fill(0);
+    // Column 2^b holds bit b of every choice.
+    for b in 0..eta {
+        let col = &mut cols[(1usize << b) * rb..][..rb];
+        for (i, &v) in choices.iter().enumerate() {
+            col[i / 8] |= (((v >> b) & 1) as u8) << (i % 8);
+        }
+    }
+    // Column w = column (w without its lowest set bit) ⊕ column (its lowest set bit), by
+    // linearity of w ↦ parity(v & w).
+    for w in 3..n {
+        let low = w & w.wrapping_neg();
+        if low == w {
+            continue;
+        }
+        let (lo, hi) = cols.split_at_mut(w * rb);
+        let a = &lo[(w ^ low) * rb..][..rb];
+        let b = &lo[low * rb..][..rb];
+        for ((d, x), y) in hi[..rb].iter_mut().zip(a).zip(b) {
+            *d = x ^ y;
+        }
+    }
+    let kp = cols.len() / rb;
+    for j in n..kp {
+        let (lo, hi) = cols.split_at_mut(j * rb);
+        hi[..rb].copy_from_slice(&lo[(j % n) * rb..][..rb]);
+    }
+}
+
+impl<B: BaseOtSender> Kk13Receiver<B> {
+    /// A receiver for 1-out-of-2^η OTs that will run its base OTs with `base`.
+    /// `Err(InvalidParam)` unless 1 ≤ η ≤ [`MAX_ETA`].
+    pub fn new(base: B, eta: u32) -> Result<Self> {
+        check_eta(eta)?;
+        Ok(Kk13Receiver {
+            base,
+            eta,
+            state: None,
+        })
+    }
+
+    /// η of the OTs.
+    pub fn eta(&self) -> u32 {
+        self.eta
+    }
+
+    /// Runs the κ' base OTs (as their sender).
+    pub fn setup<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<()> {
+        let kp = code_len(self.eta);
+        let keys = self.base.send_random(ch, sid, kp, rng)?;
+        if keys.len() != kp {
+            return Err(Error::InvalidParam {
+                field: "base OT",
+                reason: format!("{} base OTs, {kp} expected", keys.len()),
+            });
+        }
+        let prgs = keys
+            .iter()
+            .map(|[k0, k1]| {
+                [
+                    AesPrg::new(Block::from_bytes(*k0)),
+                    AesPrg::new(Block::from_bytes(*k1)),
+                ]
+            })
+            .collect();
+        self.state = Some(ReceiverState {
+            prgs,
+            ro: ro_state(sid),
+            next_index: 0,
+        });
+        Ok(())
+    }
+
+    /// Random 1-out-of-N OTs: `out[i]` = the sender's message `choices[i]` of OT i, i.e.
+    /// `H(i, t_i)`. `Err(InvalidParam)` (before anything is sent) if a choice is ≥ N = 2^η or
+    /// `out.len() != choices.len()`.
+    pub fn receive_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        choices: &[u32],
+        out: &mut [Block],
+    ) -> Result<()> {
+        check_out_len(choices.len(), out.len())?;
+        let eta = self.eta;
+        if let Some((i, v)) = choices.iter().enumerate().find(|(_, v)| **v >> eta != 0) {
+            return Err(Error::InvalidParam {
+                field: "choices",
+                reason: format!("choice {v} of OT {i} is not below N = {}", 1u32 << eta),
+            });
+        }
+        let kp = code_len(eta);
+        let nb = kp / 128;
+        let st = self.state.as_mut().ok_or_else(not_set_up)?;
+        let first = st.next_index;
+        let mut done = 0usize;
+        for chunk in choices.chunks(CHUNK) {
+            let rb = row_bytes(chunk.len());
+            let mut u = vec![0u8; kp * rb];
+            code_columns(eta, chunk, rb, &mut u);
+            let mut t = vec![0u8; kp * rb];
+            let mut g1 = vec![0u8; rb];
+            for (j, (tj, uj)) in t
+                .chunks_exact_mut(rb)
+                .zip(u.chunks_exact_mut(rb))
+                .enumerate()
+            {
+                st.prgs[j][0].fill_bytes(tj);
+                st.prgs[j][1].fill_bytes(&mut g1);
+                for ((a, b), c) in uj.iter_mut().zip(tj.iter()).zip(g1.iter()) {
+                    *a ^= b ^ c;
+                }
+            }
+            ch.send(&u)?;
+            let mut rows = Vec::with_capacity(chunk.len() * nb);
+            columns_to_rows(&t, rb, chunk.len(), &mut rows)?;
+            t.zeroize();
+            g1.zeroize();
+            let base = first + done as u64;
+            let ro = &st.ro;
+            out[done..done + chunk.len()]
+                .par_chunks_mut(HASH_BATCH)
+                .zip(rows.par_chunks(HASH_BATCH * nb))
+                .enumerate()
+                .for_each(|(k, (o, r))| {
+                    for (l, (o, row)) in o.iter_mut().zip(r.chunks_exact(nb)).enumerate() {
+                        *o = hash_row(ro, base + (k * HASH_BATCH + l) as u64, row);
+                    }
+                });
+            rows.zeroize();
+            done += chunk.len();
+        }
+        st.next_index += choices.len() as u64;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn distance(a: &[Block], b: &[Block]) -> u32 {
+        a.iter().zip(b).map(|(x, y)| (x.0 ^ y.0).count_ones()).sum()
+    }
+
+    #[test]
+    fn code_lengths() {
+        let expect = [256, 256, 256, 256, 256, 256, 256, 256, 512, 1024];
+        for (eta, &e) in (1..=MAX_ETA).zip(&expect) {
+            assert_eq!(code_len(eta), e, "η = {eta}");
+            assert_eq!(codeword(eta, 1).len() * 128, e);
+        }
+    }
+
+    #[test]
+    fn table9_row_as_printed() {
+        let printed = [
+            "2.0", "1.0", "0.67", "0.50", "0.40", "0.33", "0.29", "0.25", "0.44",
+        ];
+        for (eta, p) in (1..=9).zip(printed) {
+            let f = table9_factor(eta);
+            let want: f64 = p.parse().unwrap();
+            assert!(
+                ((f * 100.0).round() / 100.0 - want).abs() < 1e-9,
+                "η = {eta}: {f}"
+            );
+            assert_eq!(
+                format!("{f:.2}").trim_end_matches('0'),
+                p.trim_end_matches('0')
+            );
+        }
+    }
+
+    #[test]
+    fn walsh_hadamard_bits() {
+        // c(v) bit w = parity(v & w); c(0) = 0; repetition with period N.
+        assert!(codeword(8, 0).iter().all(|b| *b == Block::ZERO));
+        let c = codeword(2, 0b11);
+        // w = 0,1,2,3 → 0,1,1,0, repeated.
+        assert_eq!(c[0].0 & 0xff, 0b0110_0110);
+        assert_eq!(c[1], c[0]);
+    }
+
+    #[test]
+    fn distance_at_least_kappa_all_pairs() {
+        for eta in 1..=6 {
+            let n = 1u32 << eta;
+            let cws: Vec<Vec<Block>> = (0..n).map(|v| codeword(eta, v)).collect();
+            for a in 0..n as usize {
+                for b in a + 1..n as usize {
+                    assert!(distance(&cws[a], &cws[b]) >= 128, "η = {eta}, {a} vs {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn distance_at_least_kappa_sampled() {
+        for eta in [7u32, 8, 9, 10] {
+            let n = 1u32 << eta;
+            let mut x = 0x9e37_79b9u32;
+            for _ in 0..2000 {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                let a = (x >> 8) % n;
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                let b = (x >> 8) % n;
+                if a == b {
+                    continue;
+                }
+                let d = distance(&codeword(eta, a), &codeword(eta, b));
+                assert!(d >= 128, "η = {eta}, {a} vs {b}: {d}");
+            }
+        }
+    }
+
+    #[test]
+    fn code_columns_match_codewords() {
+        for eta in [1u32, 3, 8, 9] {
+            let choices: Vec<u32> = (0..200u32).map(|i| (i * 37 + 5) % (1 << eta)).collect();
+            let rb = row_bytes(choices.len());
+            let kp = code_len(eta);
+            let mut cols = vec![0u8; kp * rb];
+            code_columns(eta, &choices, rb, &mut cols);
+            let mut rows = Vec::new();
+            columns_to_rows(&cols, rb, choices.len(), &mut rows).unwrap();
+            for (i, &v) in choices.iter().enumerate() {
+                assert_eq!(
+                    &rows[i * kp / 128..(i + 1) * kp / 128],
+                    &codeword(eta, v)[..]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bad_eta_rejected() {
+        use crate::base::ChouOrlandiReceiver;
+        assert!(Kk13Sender::new(ChouOrlandiReceiver::default(), 0).is_err());
+        assert!(Kk13Sender::new(ChouOrlandiReceiver::default(), 11).is_err());
+    }
+}
