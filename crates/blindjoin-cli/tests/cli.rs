@@ -504,7 +504,7 @@ fn phone_numbers_match_across_formats() {
 #[test]
 fn bench_ot_runs_both_extensions_over_tcp() {
     let dir = tempfile::tempdir().unwrap();
-    for kind in ["iknp", "kos"] {
+    for kind in ["iknp", "kos", "kk13"] {
         let out = run(&[
             "bench-ot",
             "--kind",
@@ -524,9 +524,13 @@ fn bench_ot_runs_both_extensions_over_tcp() {
         let path = dir.path().join(format!("ot-{kind}.json"));
         let row: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
         assert_eq!(row["count"], 1000);
-        // κ = 128 bits per OT, rounded up to 1024 OTs (plus KOS's 256 extra) and the base OTs.
-        let extra = if kind == "kos" { 256 } else { 0 };
-        let u_bytes = (1024 + extra) * 16;
+        // κ = 128 bits per OT (κ' = 256 for KK13 with η = 8), rounded up to 1024 OTs (plus
+        // KOS's 256 extra), and the base OTs.
+        let u_bytes = match kind {
+            "kos" => (1024 + 256) * 16,
+            "kk13" => 1024 * 32,
+            _ => 1024 * 16,
+        };
         let sent = row["bytes_receiver_to_sender"].as_u64().unwrap();
         assert!(
             sent >= u_bytes && sent < u_bytes + 128 * 40,
