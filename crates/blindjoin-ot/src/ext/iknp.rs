@@ -1,7 +1,7 @@
 //! IKNP OT extension with the ALSZ optimisations: random, correlated and chosen-message
 //! 1-out-of-2 OT, semi-honest (see the [parent module](super) for the message flow).
 
-use super::{CHUNK, KAPPA, pack_bits, row_bytes, session_aes};
+use super::{CHUNK, KAPPA, pack_bits, row_bytes, seed_prg_pairs, seed_prgs, session_aes};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::{BulkReader, Channel, send_elements};
@@ -86,11 +86,7 @@ impl<B: BaseOtReceiver> IknpSender<B> {
     ) -> Result<()> {
         let s = Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64));
         let choices: Vec<bool> = (0..KAPPA).map(|j| s.bit(j)).collect();
-        let keys = self.base.receive_random(ch, sid, &choices, rng)?;
-        let prgs = keys
-            .iter()
-            .map(|k| AesPrg::new(Block::from_bytes(*k)))
-            .collect();
+        let prgs = seed_prgs(&mut self.base, ch, sid, &choices, rng)?;
         self.state = Some(SenderState {
             s,
             prgs,
@@ -244,16 +240,7 @@ impl<B: BaseOtSender> IknpReceiver<B> {
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
     ) -> Result<()> {
-        let keys = self.base.send_random(ch, sid, KAPPA, rng)?;
-        let prgs = keys
-            .iter()
-            .map(|[k0, k1]| {
-                [
-                    AesPrg::new(Block::from_bytes(*k0)),
-                    AesPrg::new(Block::from_bytes(*k1)),
-                ]
-            })
-            .collect();
+        let prgs = seed_prg_pairs(&mut self.base, ch, sid, KAPPA, rng)?;
         self.state = Some(ReceiverState {
             prgs,
             aes: session_aes(sid, "ot/iknp/tccr"),

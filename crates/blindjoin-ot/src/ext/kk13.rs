@@ -54,7 +54,7 @@
 //! c(w) ∧ s is indexed by w, a memory access that depends on the sender's own query (not on
 //! anything the receiver sees).
 
-use super::{CHUNK, KAPPA, row_bytes};
+use super::{CHUNK, KAPPA, row_bytes, seed_prg_pairs, seed_prgs};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::channel::Channel;
 use blindjoin_core::item::{domain_hasher, update_prefixed};
@@ -381,17 +381,7 @@ impl<B: BaseOtReceiver> Kk13Sender<B> {
             .map(|_| Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64)))
             .collect();
         let choices: Vec<bool> = (0..kp).map(|j| s[j / 128].bit(j % 128)).collect();
-        let keys = self.base.receive_random(ch, sid, &choices, rng)?;
-        if keys.len() != kp {
-            return Err(Error::InvalidParam {
-                field: "base OT",
-                reason: format!("{} base OTs, {kp} expected", keys.len()),
-            });
-        }
-        let prgs = keys
-            .iter()
-            .map(|k| AesPrg::new(Block::from_bytes(*k)))
-            .collect();
+        let prgs = seed_prgs(&mut self.base, ch, sid, &choices, rng)?;
         let masks = (0..1u32 << self.eta)
             .flat_map(|w| {
                 codeword(self.eta, w)
@@ -517,22 +507,7 @@ impl<B: BaseOtSender> Kk13Receiver<B> {
         rng: &mut impl CryptoRng,
     ) -> Result<()> {
         let kp = code_len(self.eta);
-        let keys = self.base.send_random(ch, sid, kp, rng)?;
-        if keys.len() != kp {
-            return Err(Error::InvalidParam {
-                field: "base OT",
-                reason: format!("{} base OTs, {kp} expected", keys.len()),
-            });
-        }
-        let prgs = keys
-            .iter()
-            .map(|[k0, k1]| {
-                [
-                    AesPrg::new(Block::from_bytes(*k0)),
-                    AesPrg::new(Block::from_bytes(*k1)),
-                ]
-            })
-            .collect();
+        let prgs = seed_prg_pairs(&mut self.base, ch, sid, kp, rng)?;
         self.state = Some(ReceiverState {
             prgs,
             ro: ro_state(sid),

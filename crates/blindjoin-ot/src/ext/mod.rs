@@ -31,9 +31,13 @@ pub mod iknp;
 pub mod kk13;
 pub mod kos;
 
-use blindjoin_core::Block;
+use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::aes::FixedKeyAes;
+use blindjoin_core::channel::Channel;
 use blindjoin_core::item::{domain_hasher, update_prefixed};
+use blindjoin_core::prg::AesPrg;
+use blindjoin_core::{Block, Error, Result};
+use rand::CryptoRng;
 use sha2::Digest;
 
 /// OTs per chunk: 2^16, i.e. 1 MiB of `u` columns per frame.
@@ -50,6 +54,55 @@ pub(crate) fn session_aes(sid: &[u8; 32], label: &str) -> FixedKeyAes {
     let mut key = [0u8; 16];
     key.copy_from_slice(&d[..16]);
     FixedKeyAes::new(Block::from_bytes(key))
+}
+
+/// Runs `n` random base OTs as their *sender* (the extension receiver's side) and seeds one PRG
+/// pair (G(k_j^0), G(k_j^1)) per OT.
+pub(crate) fn seed_prg_pairs<B: BaseOtSender, C: Channel + ?Sized>(
+    base: &mut B,
+    ch: &mut C,
+    sid: &[u8; 32],
+    n: usize,
+    rng: &mut impl CryptoRng,
+) -> Result<Vec<[AesPrg; 2]>> {
+    let keys = base.send_random(ch, sid, n, rng)?;
+    check_base_count(keys.len(), n)?;
+    Ok(keys
+        .iter()
+        .map(|[k0, k1]| {
+            [
+                AesPrg::new(Block::from_bytes(*k0)),
+                AesPrg::new(Block::from_bytes(*k1)),
+            ]
+        })
+        .collect())
+}
+
+/// Runs random base OTs as their *receiver* with `choices` (the extension sender's s) and seeds
+/// one PRG G(k_j^{s_j}) per OT.
+pub(crate) fn seed_prgs<B: BaseOtReceiver, C: Channel + ?Sized>(
+    base: &mut B,
+    ch: &mut C,
+    sid: &[u8; 32],
+    choices: &[bool],
+    rng: &mut impl CryptoRng,
+) -> Result<Vec<AesPrg>> {
+    let keys = base.receive_random(ch, sid, choices, rng)?;
+    check_base_count(keys.len(), choices.len())?;
+    Ok(keys
+        .iter()
+        .map(|k| AesPrg::new(Block::from_bytes(*k)))
+        .collect())
+}
+
+fn check_base_count(got: usize, expected: usize) -> Result<()> {
+    if got != expected {
+        return Err(Error::InvalidParam {
+            field: "base OT",
+            reason: format!("{got} base OTs, {expected} expected"),
+        });
+    }
+    Ok(())
 }
 
 /// Bytes of one column of the extension matrix for `m` OTs: m rounded up to 128 bits.
