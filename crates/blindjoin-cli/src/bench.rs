@@ -189,7 +189,12 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
         peak_rss_bytes: peak_rss_bytes(),
         threads: rayon::current_num_threads(),
     };
-    let json = serde_json::to_string(&result)
+    print_result(&result)
+}
+
+/// Prints a party's result as the `RESULT {json}` line that [`run_pair`] reads.
+pub(crate) fn print_result(result: &impl Serialize) -> CliResult<()> {
+    let json = serde_json::to_string(result)
         .map_err(|e| CliError::Usage(format!("cannot encode the result: {e}")))?;
     println!("RESULT {json}");
     Ok(())

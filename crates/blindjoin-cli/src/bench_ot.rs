@@ -1,7 +1,7 @@
 //! `blindjoin bench-ot`: OT extension end to end, both parties as two processes over loopback
 //! TCP, one handshake, the base OTs and `--count` random OTs in batches of 2^20.
 
-use crate::bench::{accept_on_loopback, median, run_pair, write_results};
+use crate::bench::{accept_on_loopback, median, print_result, run_pair, write_results};
 use crate::cli::parse_size;
 use crate::error::{CliError, CliResult};
 use crate::report::process_cpu_seconds;
@@ -200,10 +200,7 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
         setup_seconds,
         traffic: ch.traffic(),
     };
-    let json = serde_json::to_string(&result)
-        .map_err(|e| CliError::Usage(format!("cannot encode the result: {e}")))?;
-    println!("RESULT {json}");
-    Ok(())
+    print_result(&result)
 }
 
 const HEAD: &str = "| OT | count | wall (s) | setup (s) | CPU recv (s) | CPU send (s) | OT/s (wall) | recv→send (B) | send→recv (B) | bits/OT recv→send |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |";

@@ -1,7 +1,9 @@
 //! IKNP OT extension with the ALSZ optimisations: random, correlated and chosen-message
 //! 1-out-of-2 OT, semi-honest (see the [parent module](super) for the message flow).
 
-use super::{CHUNK, KAPPA, pack_bits, row_bytes, seed_prg_pairs, seed_prgs, session_aes};
+use super::{
+    CHUNK, KAPPA, check_out_len, pack_bits, row_bytes, seed_prg_pairs, seed_prgs, session_aes,
+};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::{BulkReader, Channel, send_elements};
@@ -344,16 +346,6 @@ impl<B: BaseOtSender> IknpReceiver<B> {
         }
         Ok(())
     }
-}
-
-fn check_out_len(expected: usize, got: usize) -> Result<()> {
-    if expected != got {
-        return Err(Error::InvalidParam {
-            field: "out",
-            reason: format!("{got} output slots for {expected} OTs"),
-        });
-    }
-    Ok(())
 }
 
 /// Receives `m·per_ot` blocks.

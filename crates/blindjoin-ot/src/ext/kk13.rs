@@ -54,7 +54,7 @@
 //! c(w) ∧ s is indexed by w, a memory access that depends on the sender's own query (not on
 //! anything the receiver sees).
 
-use super::{CHUNK, KAPPA, row_bytes, seed_prg_pairs, seed_prgs};
+use super::{CHUNK, KAPPA, check_out_len, row_bytes, seed_prg_pairs, seed_prgs};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::channel::Channel;
 use blindjoin_core::item::{domain_hasher, update_prefixed};
@@ -341,16 +341,6 @@ impl Kk13SenderOutputs {
 
 /// κ'/128 for η = [`MAX_ETA`]: the largest row in blocks.
 const MAX_ETA_BLOCKS: usize = 1024 / 128;
-
-fn check_out_len(expected: usize, got: usize) -> Result<()> {
-    if expected != got {
-        return Err(Error::InvalidParam {
-            field: "out",
-            reason: format!("{got} output slots for {expected} OTs"),
-        });
-    }
-    Ok(())
-}
 
 impl<B: BaseOtReceiver> Kk13Sender<B> {
     /// A sender for 1-out-of-2^η OTs that will run its base OTs with `base`.

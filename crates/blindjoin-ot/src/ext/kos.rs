@@ -18,7 +18,7 @@
 //! random-OT outputs use the same TCCR hash as IKNP (KOS model H as a random oracle).
 
 use super::iknp::{IknpReceiver, IknpSender, random_outputs};
-use super::session_aes;
+use super::{check_out_len, session_aes};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::block::gf128_inner_product;
 use blindjoin_core::channel::Channel;
@@ -128,12 +128,7 @@ impl<B: BaseOtSender> KosReceiver<B> {
         out: &mut [Block],
         rng: &mut impl CryptoRng,
     ) -> Result<()> {
-        if choices.len() != out.len() {
-            return Err(Error::InvalidParam {
-                field: "out",
-                reason: format!("{} output slots for {} OTs", out.len(), choices.len()),
-            });
-        }
+        check_out_len(choices.len(), out.len())?;
         let mut all = choices.to_vec();
         all.extend((0..EXTRA).map(|_| rng.next_u32() & 1 == 1));
         let (first, t) = self.0.extend(ch, &all)?;

@@ -95,6 +95,17 @@ pub(crate) fn seed_prgs<B: BaseOtReceiver, C: Channel + ?Sized>(
         .collect())
 }
 
+/// Checks that the caller gave one output slot per OT.
+pub(crate) fn check_out_len(expected: usize, got: usize) -> Result<()> {
+    if expected != got {
+        return Err(Error::InvalidParam {
+            field: "out",
+            reason: format!("{got} output slots for {expected} OTs"),
+        });
+    }
+    Ok(())
+}
+
 fn check_base_count(got: usize, expected: usize) -> Result<()> {
     if got != expected {
         return Err(Error::InvalidParam {
