@@ -69,6 +69,9 @@ pub enum Error {
         /// Why it is rejected.
         reason: String,
     },
+    /// The peer refused the session after the hello exchange (it names its reason).
+    #[error("the peer refused the session: {0}")]
+    PeerRefused(String),
     /// The peer's messages fail a consistency check of the protocol (a cheating or broken peer).
     #[error("the peer failed a protocol check: {0}")]
     CheckFailed(String),

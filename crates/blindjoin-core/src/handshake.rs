@@ -13,12 +13,18 @@
 //! both report the same field). The peer's set size must lie within the caller's bound (and equal
 //! the expected size if one was given): every later length is checked against it.
 //!
+//! Those size checks are local, so each side then sends a one-frame verdict (`postcard` of
+//! `Option<String>`: `None` to go on, or the reason it refuses) and waits for the peer's: a
+//! party whose own checks pass but whose peer refused ends with [`Error::PeerRefused`], so no
+//! refusal leaves the other side running. A party that refuses sends its verdict and returns at
+//! once, without waiting for an answer.
+//!
 //! The session id is `SHA-256(len-prefixed "blindjoin/session/v1" ‖ receiver's frame ‖ sender's
 //! frame)`: it binds both nonces and everything negotiated, and is mixed into the domain of every
 //! hash a protocol computes afterwards ([`Session::hasher`]), so values from one session are
 //! worthless in another.
 
-use crate::channel::{Channel, FrameReceiver, FrameSender};
+use crate::channel::{Channel, FrameReceiver, FrameSender, recv_msg, send_msg};
 use crate::item::{domain_hasher, update_prefixed};
 use crate::{Error, Result};
 use rand::CryptoRng;
@@ -275,8 +281,21 @@ pub fn handshake<C: Channel + ?Sized>(
     }
     FrameSender::send(ch, &our_frame)?;
     let peer_frame = FrameReceiver::recv(ch, "hello message", MAX_HELLO_LEN)?;
-    let peer = decode(&peer_frame)?;
-    compare(cfg, &ours, &peer)?;
+    let peer = match decode(&peer_frame).and_then(|p| compare(cfg, &ours, &p).map(|()| p)) {
+        Ok(p) => p,
+        Err(e) => {
+            // Best effort: the peer may already be gone, and our own error is what we report.
+            let _ = send_msg(ch, &Some(e.to_string()));
+            return Err(e);
+        }
+    };
+    // A refusing peer may have hung up before our verdict arrives: its own verdict is then
+    // still ours to read, and it is the better explanation than the failed send.
+    let sent = send_msg(ch, &None::<String>);
+    match recv_msg::<Option<String>>(ch, "handshake verdict", MAX_HELLO_LEN)? {
+        Some(reason) => return Err(Error::PeerRefused(reason)),
+        None => sent?,
+    }
 
     let (recv_frame, send_frame, recv_hello, send_hello) = match cfg.role {
         Role::Receiver => (&our_frame, &peer_frame, &ours, &peer),

@@ -52,14 +52,14 @@ impl Protocol {
     }
 
     /// Communication rounds: message flights on the critical path, the handshake's simultaneous
-    /// hello exchange counted as one. Messages that the two parties send at the same time (as
+    /// hello exchange and verdict exchange counted as one each. Messages that the two parties send at the same time (as
     /// `ecdh`'s two streams of points) count once.
     pub fn flights(self) -> u32 {
         match self {
-            // hello ‖ hello; sender's hashes.
-            Protocol::Naive => 2,
-            // hello ‖ hello; A_i ‖ B_j; tags of A_i^b.
-            Protocol::Ecdh => 3,
+            // hello ‖ hello; verdict ‖ verdict; sender's hashes.
+            Protocol::Naive => 3,
+            // hello ‖ hello; verdict ‖ verdict; A_i ‖ B_j; tags of A_i^b.
+            Protocol::Ecdh => 4,
         }
     }
 

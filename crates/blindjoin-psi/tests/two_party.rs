@@ -131,7 +131,10 @@ fn lambda_mismatch_and_size_expectations_are_refused() {
             e.to_string().contains("61") && e.to_string().contains("60"),
             "{e}"
         );
-        assert!(so.is_err());
+        // The sender's own checks pass; it learns of the refusal from the verdict exchange.
+        let e = so.unwrap_err();
+        assert!(matches!(e, Error::PeerRefused(_)), "{e}");
+        assert!(e.to_string().contains("sender set size"), "{e}");
 
         // A sender claiming more than the receiver admits.
         let bound = RunOptions {
@@ -243,9 +246,9 @@ fn garbage_hello_is_refused() {
 
 #[test]
 fn ecdh_invalid_point_from_sender_is_malformed() {
-    // Frame 1 is the sender's first frame of blinded points; flipping bit 0 of a Ristretto
+    // Frame 2 (after the hello and the verdict) is the sender's first frame of blinded points; flipping bit 0 of a Ristretto
     // encoding makes it non-canonical ("negative"), which must not decode.
-    let (ro, _, _) = attack_sender(Protocol::Ecdh, 1, Attack::FlipBit(32 * 5));
+    let (ro, _, _) = attack_sender(Protocol::Ecdh, 2, Attack::FlipBit(32 * 5));
     let e = ro.unwrap_err();
     assert_malformed(&e);
     assert!(e.to_string().contains("element 5"), "{e}");
@@ -253,7 +256,7 @@ fn ecdh_invalid_point_from_sender_is_malformed() {
 
 #[test]
 fn ecdh_invalid_point_from_receiver_is_malformed() {
-    let (_, so) = attack_receiver(Protocol::Ecdh, 1, Attack::FlipBit(0));
+    let (_, so) = attack_receiver(Protocol::Ecdh, 2, Attack::FlipBit(0));
     let e = so.unwrap_err();
     assert_malformed(&e);
     assert!(e.to_string().contains("element 0"), "{e}");
@@ -263,22 +266,22 @@ fn ecdh_invalid_point_from_receiver_is_malformed() {
 fn truncated_and_overlong_bulk_frames_are_refused() {
     for p in Protocol::ALL.iter().copied() {
         // Half an element.
-        let (ro, _, _) = attack_sender(p, 1, Attack::Truncate(5));
+        let (ro, _, _) = attack_sender(p, 2, Attack::Truncate(5));
         assert_malformed(&ro.unwrap_err());
         // More elements than the handshake announced.
-        let (ro, _, _) = attack_sender(p, 1, Attack::Extend(vec![0; 32 * 100]));
+        let (ro, _, _) = attack_sender(p, 2, Attack::Extend(vec![0; 32 * 100]));
         assert_malformed(&ro.unwrap_err());
     }
-    // The tags frame of ecdh (sender's frame 2): 7-byte tags (40 + ⌈log2(50·60)⌉ = 52 bits),
+    // The tags frame of ecdh (sender's frame 3): 7-byte tags (40 + ⌈log2(50·60)⌉ = 52 bits),
     // cut inside the sixth tag.
-    let (ro, _, _) = attack_sender(Protocol::Ecdh, 2, Attack::Truncate(7 * 5 + 3));
+    let (ro, _, _) = attack_sender(Protocol::Ecdh, 3, Attack::Truncate(7 * 5 + 3));
     assert_malformed(&ro.unwrap_err());
 }
 
 #[test]
 fn tampered_tags_change_the_result_but_never_panic() {
     // A semi-honest protocol cannot detect a wrong tag, but it must still finish cleanly.
-    let (ro, so, expected) = attack_sender(Protocol::Naive, 1, Attack::FlipBit(0));
+    let (ro, so, expected) = attack_sender(Protocol::Naive, 2, Attack::FlipBit(0));
     so.unwrap();
     let got = ro.unwrap().indices;
     assert!(got.len() + 1 >= expected.len() && got.iter().all(|i| expected.contains(i)));
@@ -287,12 +290,12 @@ fn tampered_tags_change_the_result_but_never_panic() {
 #[test]
 fn peer_hanging_up_mid_protocol_is_an_error_on_both_sides() {
     for p in Protocol::ALL.iter().copied() {
-        let (ro, so, _) = attack_sender(p, 1, Attack::HangUp);
+        let (ro, so, _) = attack_sender(p, 2, Attack::HangUp);
         let e = ro.unwrap_err();
         assert!(matches!(e, Error::PeerClosed { .. }), "{p}: {e}");
         assert!(so.is_err());
     }
-    let (ro, so) = attack_receiver(Protocol::Ecdh, 1, Attack::HangUp);
+    let (ro, so) = attack_receiver(Protocol::Ecdh, 2, Attack::HangUp);
     assert!(ro.is_err());
     assert!(matches!(so.unwrap_err(), Error::PeerClosed { .. }));
 }
