@@ -12,6 +12,7 @@ use blindjoin_core::handshake::{Role, SessionConfig, handshake};
 use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
 use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender};
 use blindjoin_ot::ext::kk13::{Kk13Receiver, Kk13Sender};
+use blindjoin_ot::ext::kkrt::{DEFAULT_CODE_BLOCKS, KkrtReceiver, KkrtSender};
 use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
 use clap::{Args, ValueEnum};
 use rand::Rng;
@@ -22,6 +23,10 @@ use std::time::{Duration, Instant};
 /// OTs per call of the extension (bounds both parties' memory).
 const BATCH: usize = 1 << 20;
 
+/// OPRF instances per call in the KKRT benchmark: the sender evaluates one batch while the
+/// receiver extends the next, as a pipelined PSI sender does.
+const KKRT_BATCH: usize = 1 << 16;
+
 /// Which OT extension to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum OtKind {
@@ -31,6 +36,9 @@ pub enum OtKind {
     Kos,
     /// KK13 random 1-out-of-256 OT (η = 8, PSZ App. C.3), semi-honest.
     Kk13,
+    /// KKRT16 OPRF (k = 512): `--count` receiver instances and 3·count sender evaluations, as
+    /// in KKRT16 PSI with three hash functions.
+    Kkrt,
 }
 
 impl OtKind {
@@ -39,6 +47,7 @@ impl OtKind {
             OtKind::Iknp => "iknp",
             OtKind::Kos => "kos",
             OtKind::Kk13 => "kk13",
+            OtKind::Kkrt => "kkrt",
         }
     }
 }
@@ -181,6 +190,33 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
                 // The sender's outputs are computed on demand (PSI evaluates one per item);
                 // the benchmark measures the extension.
                 std::hint::black_box(s.send_random(&mut ch, n)?);
+            }
+        }
+        (OtKind::Kkrt, true) => {
+            let inputs: Vec<Block> = (0..a.count).map(|_| Block(rng.random())).collect();
+            let mut r = KkrtReceiver::new(ChouOrlandiSender::default(), DEFAULT_CODE_BLOCKS)?;
+            r.setup(&mut ch, &sid, &mut rng)?;
+            setup_seconds = t0.elapsed().as_secs_f64();
+            let mut out = vec![Block::ZERO; KKRT_BATCH];
+            for x in inputs.chunks(KKRT_BATCH) {
+                r.receive(&mut ch, x, &mut out[..x.len()])?;
+            }
+        }
+        (OtKind::Kkrt, false) => {
+            let mut s = KkrtSender::new(ChouOrlandiReceiver::default(), DEFAULT_CODE_BLOCKS)?;
+            s.setup(&mut ch, &sid, &mut rng)?;
+            setup_seconds = t0.elapsed().as_secs_f64();
+            let mut queries = Vec::with_capacity(3 * KKRT_BATCH);
+            let mut out = vec![Block::ZERO; 3 * KKRT_BATCH];
+            for start in (0..a.count).step_by(KKRT_BATCH) {
+                let n = KKRT_BATCH.min(a.count - start);
+                let keys = s.send(&mut ch, n)?;
+                // Three evaluations per instance, at inputs the sender draws (it cannot know
+                // the receiver's); what is measured is the cost of evaluating.
+                queries.clear();
+                queries.extend((0..3 * n).map(|k| (k / 3, Block(rng.random()))));
+                keys.evals(&queries, &mut out[..3 * n])?;
+                std::hint::black_box(&out);
             }
         }
         (OtKind::Kos, false) => {

@@ -29,12 +29,12 @@
 //! setup serves any number of OTs. The sender does not materialise all N outputs per OT: it
 //! keeps the rows q_i in a [`Kk13SenderOutputs`] and hashes on demand.
 //!
-//! **Hash.** H(i, x) = SHA-256(domain ‖ len‖i ‖ len‖x) truncated to 16 bytes, where the domain
-//! (absorbed with [`domain_hasher`]) is SHA-256 of a fixed label and the session id, the OT index
-//! i is a 64-bit little-endian integer and x the κ'/8 bytes of the row (blocks little-endian).
-//! H is modelled as a **random oracle**: KK13's security needs H to be correlation robust for
-//! the code's correlations (x ⊕ (c(w) ∧ s) for codewords c(w)), and PSZ App. C.3 uses the
-//! random-oracle variant for random OT.
+//! **Hash.** H(i, x) = SHA-256(D ‖ le64(i) ‖ x) truncated to 16 bytes, where D is a 64-byte
+//! block derived from a fixed label, the session id and the row width, i the 64-bit OT index and
+//! x the κ'/8 bytes of the row ([`RowHash`](super::wide), one SHA-256 compression per row for
+//! κ' = 256). H is modelled as a **random oracle**: KK13's security needs H to be correlation
+//! robust for the code's correlations (x ⊕ (c(w) ∧ s) for codewords c(w)), and PSZ App. C.3
+//! uses the random-oracle variant for random OT.
 //!
 //! **Security model.** Semi-honest (honest-but-curious) sender and receiver. The receiver's
 //! choices are hidden because every u^j is masked by G(k_j^{1-s_j}), which S never learns (PRG
@@ -54,19 +54,19 @@
 //! c(w) ∧ s is indexed by w, a memory access that depends on the sender's own query (not on
 //! anything the receiver sees).
 
-use super::{CHUNK, KAPPA, check_out_len, row_bytes, seed_prg_pairs, seed_prgs};
+use super::wide::{RowHash, RowScratch, WideReceiver, WideSender};
+use super::{KAPPA, check_out_len};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::channel::Channel;
-use blindjoin_core::item::{domain_hasher, update_prefixed};
-use blindjoin_core::prg::AesPrg;
-use blindjoin_core::transpose::transpose_128xn;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 use zeroize::Zeroize;
 
 const U_COLUMNS: &str = "the KK13 extension's u columns";
+
+/// Label of the random oracle H (with the session id and the row width).
+const RO_LABEL: &str = "blindjoin/ot/kk13/ro/v2";
 
 /// The largest supported η (N = 2^η = 1024, κ' = 1024).
 pub const MAX_ETA: u32 = 10;
@@ -129,73 +129,25 @@ fn not_set_up() -> Error {
     }
 }
 
-/// The random oracle's state after absorbing its session-derived domain.
-fn ro_state(sid: &[u8; 32]) -> Sha256 {
-    let mut d = domain_hasher(b"blindjoin/ot/kk13/ro/v1");
-    update_prefixed(&mut d, sid);
-    let domain = d.finalize();
-    domain_hasher(&domain)
-}
-
-/// H(index, row), truncated to one block.
-fn hash_row(ro: &Sha256, index: u64, row: &[Block]) -> Block {
-    let mut bytes = [0u8; 128];
-    let len = 16 * row.len();
-    for (dst, b) in bytes.chunks_exact_mut(16).zip(row) {
-        dst.copy_from_slice(&b.to_bytes());
-    }
-    let mut h = ro.clone();
-    update_prefixed(&mut h, &index.to_le_bytes());
-    update_prefixed(&mut h, &bytes[..len]);
-    bytes.zeroize();
-    let d = h.finalize();
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&d[..16]);
-    Block::from_bytes(out)
-}
-
-/// Transposes the κ' columns (each `rb` bytes) of `cols` into rows of κ'/128 blocks, appending
-/// the first `len` rows to `rows`.
-fn columns_to_rows(cols: &[u8], rb: usize, len: usize, rows: &mut Vec<Block>) -> Result<()> {
-    let groups = cols.len() / (128 * rb);
-    let mut tiles = vec![Block::ZERO; groups * rb * 8];
-    for (g, tile) in tiles.chunks_exact_mut(rb * 8).enumerate() {
-        transpose_128xn(&cols[g * 128 * rb..(g + 1) * 128 * rb], rb, tile)?;
-    }
-    let start = rows.len();
-    rows.resize(start + len * groups, Block::ZERO);
-    for (i, row) in rows[start..].chunks_exact_mut(groups).enumerate() {
-        for (g, r) in row.iter_mut().enumerate() {
-            *r = tiles[g * rb * 8 + i];
-        }
-    }
-    tiles.zeroize();
-    Ok(())
-}
-
 /// The extension sender's state after setup.
 struct SenderState {
-    /// s as κ'/128 blocks.
-    s: Vec<Block>,
-    prgs: Vec<AesPrg>,
+    core: WideSender,
     /// c(w) ∧ s for every w, κ'/128 blocks each.
     masks: Vec<Block>,
-    ro: Sha256,
-    next_index: u64,
+    ro: RowHash,
 }
 
 impl Drop for SenderState {
     fn drop(&mut self) {
-        self.s.zeroize();
         self.masks.zeroize();
     }
 }
 
 /// The extension receiver's state after setup.
 struct ReceiverState {
-    prgs: Vec<[AesPrg; 2]>,
-    ro: Sha256,
-    next_index: u64,
+    core: WideReceiver,
+    ro: RowHash,
+    rows: Vec<Block>,
 }
 
 /// KK13 1-out-of-2^η OT-extension sender, generic over the base OT it runs as receiver.
@@ -234,14 +186,12 @@ impl<B> std::fmt::Debug for Kk13Receiver<B> {
 pub struct Kk13SenderOutputs {
     /// Rows q_i, κ'/128 blocks each.
     rows: Vec<Block>,
-    /// The sender's base-OT choices s, κ'/128 blocks.
-    s: Vec<Block>,
     /// c(w) ∧ s for every w ∈ [0, N), κ'/128 blocks each.
     masks: Vec<Block>,
     eta: u32,
     first: u64,
     len: usize,
-    ro: Sha256,
+    ro: RowHash,
 }
 
 impl std::fmt::Debug for Kk13SenderOutputs {
@@ -257,7 +207,6 @@ impl std::fmt::Debug for Kk13SenderOutputs {
 impl Drop for Kk13SenderOutputs {
     fn drop(&mut self) {
         self.rows.zeroize();
-        self.s.zeroize();
         self.masks.zeroize();
     }
 }
@@ -299,15 +248,17 @@ impl Kk13SenderOutputs {
         Ok(())
     }
 
-    fn output_unchecked(&self, i: usize, w: u32) -> Block {
-        let nb = self.s.len();
+    fn output_unchecked(&self, scratch: &mut RowScratch, i: usize, w: u32) -> Block {
+        let nb = code_len(self.eta) / 128;
         let mut row = [Block::ZERO; MAX_ETA_BLOCKS];
         let q = &self.rows[i * nb..(i + 1) * nb];
         let m = &self.masks[w as usize * nb..(w as usize + 1) * nb];
         for ((r, a), b) in row.iter_mut().zip(q).zip(m) {
             *r = *a ^ *b;
         }
-        let out = hash_row(&self.ro, self.first + i as u64, &row[..nb]);
+        let out = self
+            .ro
+            .hash_with(scratch, self.first + i as u64, &row[..nb]);
         row.zeroize();
         out
     }
@@ -317,7 +268,7 @@ impl Kk13SenderOutputs {
     /// `i >= self.len()` or `w >= N`.
     pub fn output(&self, i: usize, w: u32) -> Result<Block> {
         self.check(i, w)?;
-        Ok(self.output_unchecked(i, w))
+        Ok(self.output_unchecked(&mut self.ro.scratch(), i, w))
     }
 
     /// Batch variant of [`output`](Self::output): `out[k] = output(queries[k].0, queries[k].1)`,
@@ -331,8 +282,9 @@ impl Kk13SenderOutputs {
         out.par_chunks_mut(HASH_BATCH)
             .zip(queries.par_chunks(HASH_BATCH))
             .for_each(|(o, q)| {
+                let mut scratch = self.ro.scratch();
                 for (o, &(i, w)) in o.iter_mut().zip(q) {
-                    *o = self.output_unchecked(i, w);
+                    *o = self.output_unchecked(&mut scratch, i, w);
                 }
             });
         Ok(())
@@ -366,72 +318,40 @@ impl<B: BaseOtReceiver> Kk13Sender<B> {
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
     ) -> Result<()> {
-        let kp = code_len(self.eta);
-        let s: Vec<Block> = (0..kp / 128)
-            .map(|_| Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64)))
-            .collect();
-        let choices: Vec<bool> = (0..kp).map(|j| s[j / 128].bit(j % 128)).collect();
-        let prgs = seed_prgs(&mut self.base, ch, sid, &choices, rng)?;
+        let nb = code_len(self.eta) / 128;
+        let core = WideSender::setup(&mut self.base, ch, sid, nb, rng)?;
         let masks = (0..1u32 << self.eta)
             .flat_map(|w| {
                 codeword(self.eta, w)
                     .into_iter()
-                    .zip(&s)
+                    .zip(core.s())
                     .map(|(c, s)| c & *s)
                     .collect::<Vec<_>>()
             })
             .collect();
         self.state = Some(SenderState {
-            s,
-            prgs,
+            core,
             masks,
-            ro: ro_state(sid),
-            next_index: 0,
+            ro: RowHash::new(RO_LABEL, sid, nb)?,
         });
         Ok(())
     }
 
     /// `m` random 1-out-of-N OTs: receives the receiver's u columns (one frame per chunk of
-    /// ≤ [`CHUNK`] OTs, each of exactly κ'·row_bytes bytes, else `Err(Malformed)`) and returns
-    /// the rows from which any of the N messages of each OT can be computed.
+    /// ≤ [`CHUNK`](super::CHUNK) OTs, each of exactly κ'·row_bytes bytes, else `Err(Malformed)`)
+    /// and returns the rows from which any of the N messages of each OT can be computed.
     pub fn send_random<C: Channel + ?Sized>(
         &mut self,
         ch: &mut C,
         m: usize,
     ) -> Result<Kk13SenderOutputs> {
-        let kp = code_len(self.eta);
-        let eta = self.eta;
         let st = self.state.as_mut().ok_or_else(not_set_up)?;
-        let first = st.next_index;
-        let mut rows = Vec::with_capacity(m * (kp / 128));
-        let mut left = m;
-        while left > 0 {
-            let len = left.min(CHUNK);
-            let rb = row_bytes(len);
-            let u = ch.recv(U_COLUMNS, kp * rb)?;
-            if u.len() != kp * rb {
-                return Err(Error::malformed(
-                    U_COLUMNS,
-                    format!("{} bytes, {} expected", u.len(), kp * rb),
-                ));
-            }
-            let mut q = vec![0u8; kp * rb];
-            for (j, (qj, uj)) in q.chunks_exact_mut(rb).zip(u.chunks_exact(rb)).enumerate() {
-                st.prgs[j].fill_bytes(qj);
-                // Constant time in s: XOR u^j under an all-ones or all-zero mask.
-                let mask = 0u8.wrapping_sub(u8::from(st.s[j / 128].bit(j % 128)));
-                qj.iter_mut().zip(uj).for_each(|(a, b)| *a ^= b & mask);
-            }
-            columns_to_rows(&q, rb, len, &mut rows)?;
-            q.zeroize();
-            left -= len;
-        }
-        st.next_index += m as u64;
+        let mut rows = Vec::new();
+        let first = st.core.extend(ch, m, U_COLUMNS, &mut rows)?;
         Ok(Kk13SenderOutputs {
             rows,
-            s: st.s.clone(),
             masks: st.masks.clone(),
-            eta,
+            eta: self.eta,
             first,
             len: m,
             ro: st.ro.clone(),
@@ -496,12 +416,11 @@ impl<B: BaseOtSender> Kk13Receiver<B> {
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
     ) -> Result<()> {
-        let kp = code_len(self.eta);
-        let prgs = seed_prg_pairs(&mut self.base, ch, sid, kp, rng)?;
+        let nb = code_len(self.eta) / 128;
         self.state = Some(ReceiverState {
-            prgs,
-            ro: ro_state(sid),
-            next_index: 0,
+            core: WideReceiver::setup(&mut self.base, ch, sid, nb, rng)?,
+            ro: RowHash::new(RO_LABEL, sid, nb)?,
+            rows: Vec::new(),
         });
         Ok(())
     }
@@ -523,48 +442,25 @@ impl<B: BaseOtSender> Kk13Receiver<B> {
                 reason: format!("choice {v} of OT {i} is not below N = {}", 1u32 << eta),
             });
         }
-        let kp = code_len(eta);
-        let nb = kp / 128;
+        let nb = code_len(eta) / 128;
         let st = self.state.as_mut().ok_or_else(not_set_up)?;
-        let first = st.next_index;
-        let mut done = 0usize;
-        for chunk in choices.chunks(CHUNK) {
-            let rb = row_bytes(chunk.len());
-            let mut u = vec![0u8; kp * rb];
-            code_columns(eta, chunk, rb, &mut u);
-            let mut t = vec![0u8; kp * rb];
-            let mut g1 = vec![0u8; rb];
-            for (j, (tj, uj)) in t
-                .chunks_exact_mut(rb)
-                .zip(u.chunks_exact_mut(rb))
-                .enumerate()
-            {
-                st.prgs[j][0].fill_bytes(tj);
-                st.prgs[j][1].fill_bytes(&mut g1);
-                for ((a, b), c) in uj.iter_mut().zip(tj.iter()).zip(g1.iter()) {
-                    *a ^= b ^ c;
-                }
-            }
-            ch.send(&u)?;
-            let mut rows = Vec::with_capacity(chunk.len() * nb);
-            columns_to_rows(&t, rb, chunk.len(), &mut rows)?;
-            t.zeroize();
-            g1.zeroize();
-            let base = first + done as u64;
+        // Rows of one batch of chunks at a time, so memory stays bounded for any m.
+        const PART: usize = 1 << 18;
+        for (part, o) in choices.chunks(PART).zip(out.chunks_mut(PART)) {
+            st.rows.clear();
+            let first = st.core.extend(
+                ch,
+                part.len(),
+                |start, len, rb, cols| code_columns(eta, &part[start..start + len], rb, cols),
+                &mut st.rows,
+            )?;
             let ro = &st.ro;
-            out[done..done + chunk.len()]
-                .par_chunks_mut(HASH_BATCH)
-                .zip(rows.par_chunks(HASH_BATCH * nb))
+            o.par_chunks_mut(HASH_BATCH)
+                .zip(st.rows.par_chunks(HASH_BATCH * nb))
                 .enumerate()
-                .for_each(|(k, (o, r))| {
-                    for (l, (o, row)) in o.iter_mut().zip(r.chunks_exact(nb)).enumerate() {
-                        *o = hash_row(ro, base + (k * HASH_BATCH + l) as u64, row);
-                    }
-                });
-            rows.zeroize();
-            done += chunk.len();
+                .for_each(|(k, (o, r))| ro.hash_rows(first + (k * HASH_BATCH) as u64, r, o));
+            st.rows.zeroize();
         }
-        st.next_index += choices.len() as u64;
         Ok(())
     }
 }
@@ -652,12 +548,20 @@ mod tests {
     fn code_columns_match_codewords() {
         for eta in [1u32, 3, 8, 9] {
             let choices: Vec<u32> = (0..200u32).map(|i| (i * 37 + 5) % (1 << eta)).collect();
-            let rb = row_bytes(choices.len());
+            let rb = crate::ext::row_bytes(choices.len());
             let kp = code_len(eta);
             let mut cols = vec![0u8; kp * rb];
             code_columns(eta, &choices, rb, &mut cols);
             let mut rows = Vec::new();
-            columns_to_rows(&cols, rb, choices.len(), &mut rows).unwrap();
+            crate::ext::wide::columns_to_rows(
+                &cols,
+                rb,
+                choices.len(),
+                kp / 128,
+                &mut Vec::new(),
+                &mut rows,
+            )
+            .unwrap();
             for (i, &v) in choices.iter().enumerate() {
                 assert_eq!(
                     &rows[i * kp / 128..(i + 1) * kp / 128],

@@ -29,7 +29,9 @@
 
 pub mod iknp;
 pub mod kk13;
+pub mod kkrt;
 pub mod kos;
+mod wide;
 
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::aes::FixedKeyAes;

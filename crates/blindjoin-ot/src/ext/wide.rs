@@ -1,0 +1,452 @@
+//! The extension core shared by KK13 ([`super::kk13`]) and KKRT ([`super::kkrt`]): IKNP's
+//! matrix with rows of `w` blocks (w·128 base OTs) instead of one, and the hash of such a row.
+//!
+//! With κ' = 128·w base OTs in reversed roles (the extension receiver R is the base-OT sender
+//! with seeds (k_j^0, k_j^1), the extension sender S the base-OT receiver with a random choice
+//! vector s ∈ {0,1}^κ'), each chunk of m ≤ [`CHUNK`] OTs runs:
+//!
+//! ```text
+//! R: t^j = G(k_j^0), u^j = t^j ⊕ G(k_j^1) ⊕ C^j     (C^j: column j of the m×κ' matrix whose
+//!                                                     row i is the codeword C_i; G = AES-CTR,
+//!                                                     one stream per j, continued across chunks)
+//! R → S: u^1..u^κ'                                  (one frame of κ'·⌈m/128⌉·16 bytes)
+//! S: q^j = G(k_j^{s_j}) ⊕ s_j·u^j                   so that row q_i = t_i ⊕ (C_i ∧ s)
+//! ```
+//!
+//! Both parties then hash rows with [`RowHash`]: R outputs H(i, t_i), and S can compute
+//! H(i, q_i ⊕ (C ∧ s)) for any codeword C, which equals R's output exactly when C = C_i. What the
+//! codewords are (Walsh-Hadamard for KK13, a pseudorandom code for KKRT) is the caller's.
+//!
+//! Buffers for one chunk's columns are kept between chunks and calls, so the steady state
+//! allocates only the caller's rows.
+
+use super::{CHUNK, row_bytes, seed_prg_pairs, seed_prgs};
+use crate::base::{BaseOtReceiver, BaseOtSender};
+use blindjoin_core::channel::Channel;
+use blindjoin_core::item::{domain_hasher, update_prefixed};
+use blindjoin_core::prg::AesPrg;
+use blindjoin_core::transpose::transpose_128xn;
+use blindjoin_core::{Block, Error, Result};
+use rand::CryptoRng;
+use sha2::Digest;
+use sha2::block_api::compress256;
+use zeroize::Zeroize;
+
+/// The most blocks per row [`RowHash`] and the cores accept (κ' = 1024).
+pub(crate) const MAX_WIDTH: usize = 8;
+
+/// SHA-256's initial state (FIPS 180-4 §5.3.3).
+const SHA256_IV: [u32; 8] = [
+    0x6a09_e667,
+    0xbb67_ae85,
+    0x3c6e_f372,
+    0xa54f_f53a,
+    0x510e_527f,
+    0x9b05_688c,
+    0x1f83_d9ab,
+    0x5be0_cd19,
+];
+
+/// H(i, x) for rows x of a fixed width w: SHA-256(D ‖ le64(i) ‖ x) truncated to 128 bits, where
+/// D is one 64-byte block (a SHA-256 digest of the label, the session id and w, then 32 zero
+/// bytes) and x is the row's 16·w bytes, blocks in order, each little-endian.
+///
+/// Every input of one `RowHash` has the same length, so the plain concatenation is an injective
+/// encoding; D separates labels, sessions and widths. The state after D is computed once and
+/// each row costs ⌈(8 + 16w + 9)/64⌉ SHA-256 compressions (one for w = 2, two for w = 4), done
+/// directly with `sha2`'s compression function (the SHA extensions where the CPU has them). The
+/// result is bit-for-bit `Sha256::digest(D ‖ le64(i) ‖ x)[..16]` (tested).
+#[derive(Clone)]
+pub(crate) struct RowHash {
+    state: [u32; 8],
+    width: usize,
+}
+
+impl RowHash {
+    /// The hash for rows of `width` blocks (1..=[`MAX_WIDTH`]) under `label` and `sid`.
+    pub(crate) fn new(label: &str, sid: &[u8; 32], width: usize) -> Result<Self> {
+        check_width(width)?;
+        let mut h = domain_hasher(label.as_bytes());
+        update_prefixed(&mut h, sid);
+        update_prefixed(&mut h, &(width as u64).to_le_bytes());
+        let mut block = [0u8; 64];
+        block[..32].copy_from_slice(&h.finalize());
+        let mut state = SHA256_IV;
+        compress256(&mut state, &[block]);
+        Ok(RowHash { state, width })
+    }
+
+    /// The 64-byte domain block D (for the reference test).
+    #[cfg(test)]
+    fn domain_block(label: &str, sid: &[u8; 32], width: usize) -> [u8; 64] {
+        let mut h = domain_hasher(label.as_bytes());
+        update_prefixed(&mut h, sid);
+        update_prefixed(&mut h, &(width as u64).to_le_bytes());
+        let mut block = [0u8; 64];
+        block[..32].copy_from_slice(&h.finalize());
+        block
+    }
+
+    /// A scratch buffer for [`hash_with`](Self::hash_with), with the padding (fixed by the
+    /// width) already in place. It holds the last row hashed until it is dropped (and zeroized).
+    pub(crate) fn scratch(&self) -> RowScratch {
+        let mut buf = [[0u8; 64]; 3];
+        let tail = 8 + 16 * self.width;
+        let nblocks = (tail + 9).div_ceil(64);
+        let flat = buf.as_flattened_mut();
+        flat[tail] = 0x80;
+        let bits = ((64 + tail) as u64) * 8;
+        flat[nblocks * 64 - 8..nblocks * 64].copy_from_slice(&bits.to_be_bytes());
+        RowScratch { buf, nblocks }
+    }
+
+    /// H(index, row) using `scratch` (from [`scratch`](Self::scratch) of this hash); `row` has
+    /// the hash's width (only its first `width` blocks are read).
+    #[inline]
+    pub(crate) fn hash_with(&self, scratch: &mut RowScratch, index: u64, row: &[Block]) -> Block {
+        let flat = scratch.buf.as_flattened_mut();
+        flat[..8].copy_from_slice(&index.to_le_bytes());
+        for (dst, b) in flat[8..8 + 16 * self.width].chunks_exact_mut(16).zip(row) {
+            dst.copy_from_slice(&b.to_bytes());
+        }
+        let mut state = self.state;
+        compress256(&mut state, &scratch.buf[..scratch.nblocks]);
+        let mut out = [0u8; 16];
+        for (dst, word) in out.chunks_exact_mut(4).zip(&state) {
+            dst.copy_from_slice(&word.to_be_bytes());
+        }
+        Block::from_bytes(out)
+    }
+
+    /// `out[k] = H(first + k, rows[k·w..(k+1)·w])`.
+    pub(crate) fn hash_rows(&self, first: u64, rows: &[Block], out: &mut [Block]) {
+        let mut scratch = self.scratch();
+        for (k, (o, row)) in out
+            .iter_mut()
+            .zip(rows.chunks_exact(self.width))
+            .enumerate()
+        {
+            *o = self.hash_with(&mut scratch, first + k as u64, row);
+        }
+    }
+
+    /// H(index, row) (a fresh scratch buffer per call; batches use [`hash_rows`](Self::hash_rows)
+    /// or [`hash_with`](Self::hash_with)).
+    #[cfg(test)]
+    pub(crate) fn hash(&self, index: u64, row: &[Block]) -> Block {
+        self.hash_with(&mut self.scratch(), index, row)
+    }
+}
+
+/// The message blocks of one [`RowHash`] evaluation (index, row, padding).
+pub(crate) struct RowScratch {
+    buf: [[u8; 64]; 3],
+    nblocks: usize,
+}
+
+impl Drop for RowScratch {
+    fn drop(&mut self) {
+        self.buf.as_flattened_mut().zeroize();
+    }
+}
+
+fn check_width(width: usize) -> Result<()> {
+    if !(1..=MAX_WIDTH).contains(&width) {
+        return Err(Error::InvalidParam {
+            field: "width",
+            reason: format!("{width} blocks per row, expected 1..={MAX_WIDTH}"),
+        });
+    }
+    Ok(())
+}
+
+/// Transposes the 128·w columns (each `rb` bytes) in `cols` and appends the first `len` rows
+/// (w blocks each) to `rows`. `tiles` is scratch space.
+pub(crate) fn columns_to_rows(
+    cols: &[u8],
+    rb: usize,
+    len: usize,
+    width: usize,
+    tiles: &mut Vec<Block>,
+    rows: &mut Vec<Block>,
+) -> Result<()> {
+    let tile_len = rb * 8;
+    tiles.resize(width * tile_len, Block::ZERO);
+    for (g, tile) in tiles.chunks_exact_mut(tile_len).enumerate() {
+        transpose_128xn(&cols[g * 128 * rb..(g + 1) * 128 * rb], rb, tile)?;
+    }
+    let start = rows.len();
+    rows.resize(start + len * width, Block::ZERO);
+    for (i, row) in rows[start..].chunks_exact_mut(width).enumerate() {
+        for (g, r) in row.iter_mut().enumerate() {
+            *r = tiles[g * tile_len + i];
+        }
+    }
+    tiles.zeroize();
+    Ok(())
+}
+
+/// Writes the columns of the matrix whose rows are the codewords `codes` (w blocks each, at
+/// most `8·rb` rows; missing rows are zero) into `cols` (128·w columns of `rb` bytes).
+pub(crate) fn rows_to_columns(codes: &[Block], width: usize, rb: usize, cols: &mut [u8]) {
+    let rows = codes.len() / width;
+    let mut tile = [Block::ZERO; 128];
+    for t in 0..rb / 16 {
+        for g in 0..width {
+            for (r, dst) in tile.iter_mut().enumerate() {
+                let i = t * 128 + r;
+                *dst = if i < rows {
+                    codes[i * width + g]
+                } else {
+                    Block::ZERO
+                };
+            }
+            blindjoin_core::transpose::transpose128(&mut tile);
+            for (j, b) in tile.iter().enumerate() {
+                let at = (g * 128 + j) * rb + t * 16;
+                cols[at..at + 16].copy_from_slice(&b.to_bytes());
+            }
+        }
+    }
+    tile.zeroize();
+}
+
+/// The extension sender's side of the core after setup.
+pub(crate) struct WideSender {
+    width: usize,
+    /// s as w blocks.
+    s: Vec<Block>,
+    prgs: Vec<AesPrg>,
+    next_index: u64,
+    /// One chunk's q columns, reused.
+    cols: Vec<u8>,
+    tiles: Vec<Block>,
+}
+
+impl Drop for WideSender {
+    fn drop(&mut self) {
+        self.s.zeroize();
+        self.cols.zeroize();
+    }
+}
+
+impl WideSender {
+    /// Runs the 128·`width` base OTs as their receiver with a random s.
+    pub(crate) fn setup<B: BaseOtReceiver, C: Channel + ?Sized>(
+        base: &mut B,
+        ch: &mut C,
+        sid: &[u8; 32],
+        width: usize,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Self> {
+        check_width(width)?;
+        let s: Vec<Block> = (0..width)
+            .map(|_| Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64)))
+            .collect();
+        let choices: Vec<bool> = (0..128 * width).map(|j| s[j / 128].bit(j % 128)).collect();
+        let prgs = seed_prgs(base, ch, sid, &choices, rng)?;
+        Ok(WideSender {
+            width,
+            s,
+            prgs,
+            next_index: 0,
+            cols: Vec::new(),
+            tiles: Vec::new(),
+        })
+    }
+
+    /// The sender's secret s (w blocks).
+    pub(crate) fn s(&self) -> &[Block] {
+        &self.s
+    }
+
+    /// Receives the u columns of `m` OTs (one frame per chunk of ≤ [`CHUNK`], each exactly
+    /// 128·w·row_bytes bytes, else `Err(Malformed)` naming `what`) and appends the rows q_i to
+    /// `rows`. Returns the global index of the first OT.
+    pub(crate) fn extend<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        m: usize,
+        what: &'static str,
+        rows: &mut Vec<Block>,
+    ) -> Result<u64> {
+        let first = self.next_index;
+        let kp = 128 * self.width;
+        rows.reserve(m * self.width);
+        let mut left = m;
+        while left > 0 {
+            let len = left.min(CHUNK);
+            let rb = row_bytes(len);
+            let u = ch.recv(what, kp * rb)?;
+            if u.len() != kp * rb {
+                return Err(Error::malformed(
+                    what,
+                    format!("{} bytes, {} expected", u.len(), kp * rb),
+                ));
+            }
+            self.cols.resize(kp * rb, 0);
+            for (j, (qj, uj)) in self
+                .cols
+                .chunks_exact_mut(rb)
+                .zip(u.chunks_exact(rb))
+                .enumerate()
+            {
+                self.prgs[j].fill_bytes(qj);
+                // Constant time in s: XOR u^j under an all-ones or all-zero mask.
+                let mask = 0u8.wrapping_sub(u8::from(self.s[j / 128].bit(j % 128)));
+                qj.iter_mut().zip(uj).for_each(|(a, b)| *a ^= b & mask);
+            }
+            columns_to_rows(&self.cols, rb, len, self.width, &mut self.tiles, rows)?;
+            left -= len;
+        }
+        self.next_index += m as u64;
+        Ok(first)
+    }
+}
+
+/// The extension receiver's side of the core after setup.
+pub(crate) struct WideReceiver {
+    width: usize,
+    prgs: Vec<[AesPrg; 2]>,
+    next_index: u64,
+    /// One chunk's t and u columns and one column of G(k_j^1), reused.
+    t: Vec<u8>,
+    u: Vec<u8>,
+    g1: Vec<u8>,
+    tiles: Vec<Block>,
+}
+
+impl Drop for WideReceiver {
+    fn drop(&mut self) {
+        self.t.zeroize();
+        self.u.zeroize();
+        self.g1.zeroize();
+    }
+}
+
+impl WideReceiver {
+    /// Runs the 128·`width` base OTs as their sender.
+    pub(crate) fn setup<B: BaseOtSender, C: Channel + ?Sized>(
+        base: &mut B,
+        ch: &mut C,
+        sid: &[u8; 32],
+        width: usize,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Self> {
+        check_width(width)?;
+        let prgs = seed_prg_pairs(base, ch, sid, 128 * width, rng)?;
+        Ok(WideReceiver {
+            width,
+            prgs,
+            next_index: 0,
+            t: Vec::new(),
+            u: Vec::new(),
+            g1: Vec::new(),
+            tiles: Vec::new(),
+        })
+    }
+
+    /// Extends `m` OTs: for each chunk `[start, start + len)` of ≤ [`CHUNK`] OTs, `code(start,
+    /// len, rb, cols)` must overwrite `cols` (128·w columns of `rb` bytes) with the columns of
+    /// the chunk's codewords; the u columns are sent and the rows t_i appended to `rows`.
+    /// Returns the global index of the first OT.
+    pub(crate) fn extend<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        m: usize,
+        mut code: impl FnMut(usize, usize, usize, &mut [u8]),
+        rows: &mut Vec<Block>,
+    ) -> Result<u64> {
+        let first = self.next_index;
+        let kp = 128 * self.width;
+        rows.reserve(m * self.width);
+        let mut start = 0;
+        while start < m {
+            let len = (m - start).min(CHUNK);
+            let rb = row_bytes(len);
+            self.t.resize(kp * rb, 0);
+            self.u.resize(kp * rb, 0);
+            self.g1.resize(rb, 0);
+            code(start, len, rb, &mut self.u);
+            for (j, (tj, uj)) in self
+                .t
+                .chunks_exact_mut(rb)
+                .zip(self.u.chunks_exact_mut(rb))
+                .enumerate()
+            {
+                self.prgs[j][0].fill_bytes(tj);
+                self.prgs[j][1].fill_bytes(&mut self.g1);
+                for ((a, b), c) in uj.iter_mut().zip(tj.iter()).zip(self.g1.iter()) {
+                    *a ^= b ^ c;
+                }
+            }
+            ch.send(&self.u)?;
+            columns_to_rows(&self.t, rb, len, self.width, &mut self.tiles, rows)?;
+            start += len;
+        }
+        self.next_index += m as u64;
+        Ok(first)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use sha2::Sha256;
+
+    #[test]
+    fn row_hash_is_sha256_of_the_documented_input() {
+        let sid = [7u8; 32];
+        for w in 1..=MAX_WIDTH {
+            let h = RowHash::new("test/label", &sid, w).unwrap();
+            let row: Vec<Block> = (0..w as u128)
+                .map(|k| Block(k * 0x0123_4567_89ab_cdef_0011_2233_4455_6677 + 1))
+                .collect();
+            for index in [0u64, 1, 0xdead_beef_0000_0001] {
+                let mut msg = RowHash::domain_block("test/label", &sid, w).to_vec();
+                msg.extend_from_slice(&index.to_le_bytes());
+                for b in &row {
+                    msg.extend_from_slice(&b.to_bytes());
+                }
+                let d = Sha256::digest(&msg);
+                let mut want = [0u8; 16];
+                want.copy_from_slice(&d[..16]);
+                assert_eq!(h.hash(index, &row), Block::from_bytes(want), "w = {w}");
+            }
+        }
+    }
+
+    #[test]
+    fn row_hash_separates_labels_sessions_and_widths() {
+        let row = [Block(5), Block(6)];
+        let a = RowHash::new("a", &[0; 32], 2).unwrap().hash(0, &row);
+        assert_ne!(a, RowHash::new("b", &[0; 32], 2).unwrap().hash(0, &row));
+        assert_ne!(a, RowHash::new("a", &[1; 32], 2).unwrap().hash(0, &row));
+        assert_ne!(a, RowHash::new("a", &[0; 32], 2).unwrap().hash(1, &row));
+        assert!(RowHash::new("a", &[0; 32], 0).is_err());
+        assert!(RowHash::new("a", &[0; 32], MAX_WIDTH + 1).is_err());
+    }
+
+    #[test]
+    fn rows_to_columns_inverts_columns_to_rows() {
+        for (width, len) in [(1usize, 1usize), (2, 127), (4, 128), (4, 300), (5, 129)] {
+            let rb = row_bytes(len);
+            let codes: Vec<Block> = (0..(len * width) as u128)
+                .map(|k| Block(k.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835) ^ k))
+                .collect();
+            let mut cols = vec![0u8; 128 * width * rb];
+            rows_to_columns(&codes, width, rb, &mut cols);
+            // Bit i of column j is bit j of row i.
+            for i in [0, len / 2, len - 1] {
+                for j in [0, 1, 127, 128 * width - 1] {
+                    let bit = (cols[j * rb + i / 8] >> (i % 8)) & 1;
+                    assert_eq!(bit == 1, codes[i * width + j / 128].bit(j % 128));
+                }
+            }
+            let (mut tiles, mut rows) = (Vec::new(), Vec::new());
+            columns_to_rows(&cols, rb, len, width, &mut tiles, &mut rows).unwrap();
+            assert_eq!(rows, codes);
+        }
+    }
+}
