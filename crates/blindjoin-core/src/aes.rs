@@ -149,6 +149,35 @@ impl FixedKeyAes {
     }
 }
 
+impl FixedKeyAes {
+    /// [`tccr_hash`](Self::tccr_hash) on pairs: both blocks of `pairs[j]` are hashed with the
+    /// tweak `first_tweak + j` (the two messages of one random OT), in place.
+    pub fn tccr_hash_pairs(&self, first_tweak: u64, pairs: &mut [[Block; 2]]) {
+        let mut tmp = [Block::ZERO; CHUNK];
+        let mut tweak = u128::from(first_tweak);
+        for chunk in pairs.chunks_mut(CHUNK / 2) {
+            let pairs_here = chunk.len() as u128;
+            let flat = chunk.as_flattened_mut();
+            let tmp = &mut tmp[..flat.len()];
+            self.permute(flat);
+            xor_pair_tweaks(flat, tweak, tmp);
+            tweak += pairs_here;
+            self.permute(tmp);
+            crate::block::xor_in_place(flat, tmp);
+        }
+    }
+}
+
+/// `dst[2j + b] = src[2j + b] ⊕ Block(first + j)` (equal, even lengths).
+fn xor_pair_tweaks(src: &[Block], first: u128, dst: &mut [Block]) {
+    let mut t = first;
+    for (d, s) in dst.chunks_exact_mut(2).zip(src.chunks_exact(2)) {
+        d[0] = Block(s[0].0 ^ t);
+        d[1] = Block(s[1].0 ^ t);
+        t = t.wrapping_add(1);
+    }
+}
+
 /// GKWY20's orthomorphism `σ(x_L‖x_R) = (x_L ⊕ x_R)‖x_L`, `x_L` the high half.
 #[inline(always)]
 pub(crate) const fn sigma(x: Block) -> Block {
@@ -418,5 +447,23 @@ mod tests {
         let mut v = vec![Block(5); 2];
         aes.tccr_hash(0, &mut v);
         assert_ne!(v[0], v[1]);
+    }
+
+    #[test]
+    fn tccr_hash_pairs_uses_one_tweak_per_pair() {
+        let aes = FixedKeyAes::new(Block(0x9abc));
+        // 300 pairs cross the 128-pair buffer boundary.
+        for (first, n) in [(0u64, 0usize), (7, 1), (42, 300)] {
+            let v = random_blocks(first + n as u64, 2 * n);
+            let mut pairs: Vec<[Block; 2]> = v.chunks_exact(2).map(|p| [p[0], p[1]]).collect();
+            aes.tccr_hash_pairs(first, &mut pairs);
+            for (j, pair) in pairs.iter().enumerate() {
+                for b in 0..2 {
+                    let mut one = [v[2 * j + b]];
+                    aes.tccr_hash(first + j as u64, &mut one);
+                    assert_eq!(pair[b], one[0], "first {first} pair {j} block {b}");
+                }
+            }
+        }
     }
 }

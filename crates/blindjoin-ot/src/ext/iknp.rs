@@ -23,6 +23,32 @@ struct SenderState {
     next_index: u64,
     /// The q columns of one chunk, reused from chunk to chunk.
     columns: Vec<u8>,
+    /// One chunk's rows q_i, reused by `send_random`.
+    rows: Vec<Block>,
+}
+
+impl SenderState {
+    /// Receives one chunk's u columns and writes its rows q_i = t_i ⊕ r_i·s into `dest`
+    /// (at most [`CHUNK`] of them). Does not advance `next_index`.
+    fn extend_chunk<C: Channel + ?Sized>(&mut self, ch: &mut C, dest: &mut [Block]) -> Result<()> {
+        let rb = row_bytes(dest.len());
+        let u = ch.recv(U_COLUMNS, KAPPA * rb)?;
+        if u.len() != KAPPA * rb {
+            return Err(Error::malformed(
+                U_COLUMNS,
+                format!("{} bytes, {} expected", u.len(), KAPPA * rb),
+            ));
+        }
+        let q = &mut self.columns;
+        q.resize(KAPPA * rb, 0);
+        for (j, (qj, uj)) in q.chunks_exact_mut(rb).zip(u.chunks_exact(rb)).enumerate() {
+            self.prgs[j].fill_bytes(qj);
+            // Constant time in s: XOR u^j under an all-ones or all-zero mask.
+            let mask = 0u8.wrapping_sub(u8::from(self.s.bit(j)));
+            qj.iter_mut().zip(uj).for_each(|(a, b)| *a ^= b & mask);
+        }
+        transpose_rows(q, rb, dest)
+    }
 }
 
 /// The extension receiver's state after setup.
@@ -95,6 +121,7 @@ impl<B: BaseOtReceiver> IknpSender<B> {
             aes: session_aes(sid, "ot/iknp/tccr"),
             next_index: 0,
             columns: Vec::new(),
+            rows: Vec::new(),
         });
         Ok(())
     }
@@ -115,38 +142,34 @@ impl<B: BaseOtReceiver> IknpSender<B> {
         let first = st.next_index;
         let mut rows = vec![Block::ZERO; m];
         for dest in rows.chunks_mut(CHUNK) {
-            let len = dest.len();
-            let rb = row_bytes(len);
-            let u = ch.recv(U_COLUMNS, KAPPA * rb)?;
-            if u.len() != KAPPA * rb {
-                return Err(Error::malformed(
-                    U_COLUMNS,
-                    format!("{} bytes, {} expected", u.len(), KAPPA * rb),
-                ));
-            }
-            let q = &mut st.columns;
-            q.resize(KAPPA * rb, 0);
-            for (j, (qj, uj)) in q.chunks_exact_mut(rb).zip(u.chunks_exact(rb)).enumerate() {
-                st.prgs[j].fill_bytes(qj);
-                // Constant time in s: XOR u^j under an all-ones or all-zero mask.
-                let mask = 0u8.wrapping_sub(u8::from(st.s.bit(j)));
-                qj.iter_mut().zip(uj).for_each(|(a, b)| *a ^= b & mask);
-            }
-            transpose_rows(q, rb, dest)?;
+            st.extend_chunk(ch, dest)?;
         }
         st.next_index += m as u64;
         Ok((first, rows))
     }
 
     /// `out.len()` random OTs: `out[i] = (x_i^0, x_i^1)`; the receiver learns `x_i^{r_i}`.
+    /// Each chunk is extended and hashed while its rows are in cache.
     pub fn send_random<C: Channel + ?Sized>(
         &mut self,
         ch: &mut C,
         out: &mut [[Block; 2]],
     ) -> Result<()> {
-        let (first, q) = self.extend(ch, out.len())?;
-        let st = self.state.as_ref().ok_or_else(not_set_up)?;
-        random_outputs(&st.aes, st.s, first, q, out);
+        let st = self.state.as_mut().ok_or_else(not_set_up)?;
+        let first = st.next_index;
+        let mut q = std::mem::take(&mut st.rows);
+        q.resize(CHUNK.min(out.len()), Block::ZERO);
+        let s = st.s;
+        for (k, o) in out.chunks_mut(CHUNK).enumerate() {
+            let q = &mut q[..o.len()];
+            st.extend_chunk(ch, q)?;
+            for (o, q) in o.iter_mut().zip(q.iter()) {
+                *o = [*q, *q ^ s];
+            }
+            st.aes.tccr_hash_pairs(first + (k * CHUNK) as u64, o);
+        }
+        st.rows = q;
+        st.next_index += out.len() as u64;
         Ok(())
     }
 
@@ -198,8 +221,7 @@ fn transpose_rows(columns: &[u8], rb: usize, dest: &mut [Block]) -> Result<()> {
     Ok(())
 }
 
-/// Random-OT outputs from the rows q_i: (TCCR(i, q_i), TCCR(i, q_i ⊕ s)), computed in
-/// cache-sized pieces.
+/// Random-OT outputs from the rows q_i: (TCCR(i, q_i), TCCR(i, q_i ⊕ s)).
 pub(crate) fn random_outputs(
     aes: &FixedKeyAes,
     s: Block,
@@ -207,21 +229,10 @@ pub(crate) fn random_outputs(
     q: Vec<Block>,
     out: &mut [[Block; 2]],
 ) {
-    const PIECE: usize = 1 << 12;
-    let mut x1 = vec![Block::ZERO; PIECE.min(q.len())];
-    let mut q = q;
-    for (p, (qs, os)) in q.chunks_mut(PIECE).zip(out.chunks_mut(PIECE)).enumerate() {
-        let x1 = &mut x1[..qs.len()];
-        for (a, b) in x1.iter_mut().zip(qs.iter()) {
-            *a = *b ^ s;
-        }
-        let tweak = first + (p * PIECE) as u64;
-        hash_rows(aes, tweak, qs);
-        hash_rows(aes, tweak, x1);
-        for ((o, a), b) in os.iter_mut().zip(qs.iter()).zip(x1.iter()) {
-            *o = [*a, *b];
-        }
+    for (o, q) in out.iter_mut().zip(&q) {
+        *o = [*q, *q ^ s];
     }
+    aes.tccr_hash_pairs(first, out);
 }
 
 impl<B: BaseOtSender> IknpReceiver<B> {
@@ -258,11 +269,23 @@ impl<B: BaseOtSender> IknpReceiver<B> {
         ch: &mut C,
         choices: &[bool],
     ) -> Result<(u64, Vec<Block>)> {
+        let mut rows = vec![Block::ZERO; choices.len()];
+        let first = self.extend_into(ch, choices, &mut rows)?;
+        Ok((first, rows))
+    }
+
+    /// Sends the u columns for `choices` and writes the rows t_i into `rows` (one per
+    /// choice); returns the first OT index.
+    fn extend_into<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        rows: &mut [Block],
+    ) -> Result<u64> {
         #[cfg(test)]
         let cheat = self.cheat;
         let st = self.state.as_mut().ok_or_else(not_set_up)?;
         let first = st.next_index;
-        let mut rows = vec![Block::ZERO; choices.len()];
         for (chunk, dest) in choices.chunks(CHUNK).zip(rows.chunks_mut(CHUNK)) {
             let rb = row_bytes(chunk.len());
             let r = pack_bits(chunk);
@@ -298,7 +321,7 @@ impl<B: BaseOtSender> IknpReceiver<B> {
             transpose_rows(t, rb, dest)?;
         }
         st.next_index += choices.len() as u64;
-        Ok((first, rows))
+        Ok(first)
     }
 
     /// Random OTs: `out[i] = x_i^{choices[i]}`.
@@ -309,10 +332,9 @@ impl<B: BaseOtSender> IknpReceiver<B> {
         out: &mut [Block],
     ) -> Result<()> {
         check_out_len(choices.len(), out.len())?;
-        let (first, mut t) = self.extend(ch, choices)?;
+        let first = self.extend_into(ch, choices, out)?;
         let st = self.state.as_ref().ok_or_else(not_set_up)?;
-        hash_rows(&st.aes, first, &mut t);
-        out.copy_from_slice(&t);
+        hash_rows(&st.aes, first, out);
         Ok(())
     }
 
