@@ -169,7 +169,7 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
             setup_seconds = t0.elapsed().as_secs_f64();
             let mut out = vec![Block::ZERO; BATCH];
             for c in choices.chunks(BATCH) {
-                r.receive_random(&mut ch, &sid, c, &mut out[..c.len()], &mut rng)?;
+                r.receive_random(&mut ch, c, &mut out[..c.len()])?;
             }
         }
         (OtKind::Kk13, true) => {
@@ -226,7 +226,7 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
             let mut out = vec![[Block::ZERO; 2]; BATCH];
             for start in (0..a.count).step_by(BATCH) {
                 let n = BATCH.min(a.count - start);
-                s.send_random(&mut ch, &sid, &mut out[..n], &mut rng)?;
+                s.send_random(&mut ch, &mut out[..n])?;
             }
         }
     }

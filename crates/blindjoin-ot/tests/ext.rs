@@ -9,6 +9,7 @@ use blindjoin_core::Error;
 use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
 use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender};
 use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
+use blindjoin_ot::ext::{RandomOtReceiver, RandomOtSender};
 use blindjoin_testkit::{Attack, Tamper, rng, run_two_party};
 use rand::Rng;
 
@@ -27,9 +28,13 @@ fn check_random(pairs: &[[Block; 2]], got: &[Block], c: &[bool]) {
     }
 }
 
-#[test]
-fn iknp_random_ot_counts_and_chunk_boundaries() {
-    let counts = [1usize, 127, 128, 129, 1000, 65_536, 65_537, 100_000];
+/// The generic test of the role traits: one setup, then one batch per count; every OT's output
+/// equals the sender's message at the choice and differs from the other; batches are fresh.
+fn random_ot_counts<S: RandomOtSender, R: RandomOtReceiver>(
+    make_s: impl FnOnce() -> S + Send,
+    make_r: impl FnOnce() -> R + Send,
+    counts: &[usize],
+) {
     let all: Vec<Vec<bool>> = counts
         .iter()
         .enumerate()
@@ -37,7 +42,7 @@ fn iknp_random_ot_counts_and_chunk_boundaries() {
         .collect();
     let (recv, send) = run_two_party(
         |ch| {
-            let mut r = IknpReceiver::new(ChouOrlandiSender::default());
+            let mut r = make_r();
             r.setup(ch, &SID, &mut rng(1)).unwrap();
             all.iter()
                 .map(|c| {
@@ -48,7 +53,7 @@ fn iknp_random_ot_counts_and_chunk_boundaries() {
                 .collect::<Vec<_>>()
         },
         |ch| {
-            let mut s = IknpSender::new(ChouOrlandiReceiver::default());
+            let mut s = make_s();
             s.setup(ch, &SID, &mut rng(2)).unwrap();
             counts
                 .iter()
@@ -65,6 +70,26 @@ fn iknp_random_ot_counts_and_chunk_boundaries() {
     }
     // Batches after one setup are fresh: no output repeats across batches.
     assert_ne!(send[0][0], send[1][0]);
+}
+
+const COUNTS: [usize; 8] = [1, 127, 128, 129, 1000, 65_536, 65_537, 100_000];
+
+#[test]
+fn iknp_random_ot_counts_and_chunk_boundaries() {
+    random_ot_counts(
+        || IknpSender::new(ChouOrlandiReceiver::default()),
+        || IknpReceiver::new(ChouOrlandiSender::default()),
+        &COUNTS,
+    );
+}
+
+#[test]
+fn kos_random_ot_counts_and_chunk_boundaries() {
+    random_ot_counts(
+        || KosSender::new(ChouOrlandiReceiver::default()),
+        || KosReceiver::new(ChouOrlandiSender::default()),
+        &COUNTS,
+    );
 }
 
 #[test]
@@ -97,31 +122,6 @@ fn iknp_correlated_and_chosen_messages() {
         let expect = if c[i] { x0[i] ^ delta } else { x0[i] };
         assert_eq!(corr[i], expect, "correlated OT {i}");
         assert_eq!(chosen[i], msgs[i][usize::from(c[i])], "chosen OT {i}");
-    }
-}
-
-#[test]
-fn kos_honest_parties_agree() {
-    for n in [1usize, 128, 129, 70_000] {
-        let c = choices(n, n as u64);
-        let (got, pairs) = run_two_party(
-            |ch| {
-                let mut r = KosReceiver::new(ChouOrlandiSender::default());
-                r.setup(ch, &SID, &mut rng(1)).unwrap();
-                let mut out = vec![Block::ZERO; n];
-                r.receive_random(ch, &SID, &c, &mut out, &mut rng(3))
-                    .unwrap();
-                out
-            },
-            |ch| {
-                let mut s = KosSender::new(ChouOrlandiReceiver::default());
-                s.setup(ch, &SID, &mut rng(2)).unwrap();
-                let mut out = vec![[Block::ZERO; 2]; n];
-                s.send_random(ch, &SID, &mut out, &mut rng(4)).unwrap();
-                out
-            },
-        );
-        check_random(&pairs, &got, &c);
     }
 }
 

@@ -31,7 +31,7 @@
 //!
 //! **Hash.** H(i, x) = SHA-256(D ‖ le64(i) ‖ x) truncated to 16 bytes, where D is a 64-byte
 //! block derived from a fixed label, the session id and the row width, i the 64-bit OT index and
-//! x the κ'/8 bytes of the row ([`RowHash`](super::wide), one SHA-256 compression per row for
+//! x the κ'/8 bytes of the row (`RowHash` in `wide.rs`, one SHA-256 compression per row for
 //! κ' = 256). H is modelled as a **random oracle**: KK13's security needs H to be correlation
 //! robust for the code's correlations (x ⊕ (c(w) ∧ s) for codewords c(w)), and PSZ App. C.3
 //! uses the random-oracle variant for random OT.
@@ -44,7 +44,7 @@
 //! party.
 //!
 //! **Parameters.** κ = 128; η ∈ 1..=[`MAX_ETA`] (PSZ picks η = 8, i.e. N = 256, κ' = 256);
-//! chunks of [`CHUNK`] OTs.
+//! chunks of [`CHUNK`](super::CHUNK) OTs.
 //!
 //! **Deviations.** (1) The code is padded by repetition (PSZ and KK13 allow any code with
 //! distance ≥ κ; KK13 suggests WH for short codewords, and repetition keeps the distance

@@ -14,7 +14,7 @@
 //!
 //! so R, who knows t_i, learns F_i(x_i) = H(i, t_i) and nothing about F_i(y) for y ≠ x_i, and S,
 //! who knows (q_i, s), can evaluate F_i anywhere. The message flow is the wide IKNP core of
-//! [`super::wide`] with k = 128·w base OTs and codewords C(x_i):
+//! `wide.rs` with k = 128·w base OTs and codewords C(x_i):
 //!
 //! ```text
 //! setup:  k random base OTs in reversed roles (R sends, S chooses with s)
@@ -43,7 +43,7 @@
 //! test `cm20_table2_kkrt_receiver_column` reproduces from [`code_blocks`].
 //!
 //! **Hash.** H(i, x) = SHA-256(D ‖ le64(i) ‖ x) truncated to 128 bits (see `RowHash` in
-//! [`super::wide`]: two SHA-256 compressions for k = 512), modelled as a random oracle as in
+//! `wide.rs`: two SHA-256 compressions for k = 512), modelled as a random oracle as in
 //! KKRT16 (which needs H to be correlation robust for Hamming-distance-κ correlations).
 //!
 //! **Security model.** Semi-honest sender and receiver. No protection against a malicious

@@ -34,11 +34,30 @@ const PROOF: &str = "the KOS check values";
 
 /// KOS sender (the party that checks), generic over its base OT.
 #[derive(Debug)]
-pub struct KosSender<B>(IknpSender<B>);
+pub struct KosSender<B> {
+    iknp: IknpSender<B>,
+    /// The session id and a PRG for the challenge seeds, both from setup.
+    session: Option<([u8; 32], AesPrg)>,
+}
 
 /// KOS receiver (the party that proves consistency), generic over its base OT.
 #[derive(Debug)]
-pub struct KosReceiver<B>(IknpReceiver<B>);
+pub struct KosReceiver<B> {
+    iknp: IknpReceiver<B>,
+    /// The session id and a PRG for the extra OTs' choices, both from setup.
+    session: Option<([u8; 32], AesPrg)>,
+}
+
+fn not_set_up() -> Error {
+    Error::InvalidParam {
+        field: "ot",
+        reason: "the KOS OT extension was used before setup".into(),
+    }
+}
+
+fn random_block(rng: &mut impl CryptoRng) -> Block {
+    Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64))
+}
 
 fn challenges(seed: Block, m: usize) -> Vec<Block> {
     let mut chi = vec![Block::ZERO; m];
@@ -49,17 +68,22 @@ fn challenges(seed: Block, m: usize) -> Vec<Block> {
 impl<B: BaseOtReceiver> KosSender<B> {
     /// A sender over `base`.
     pub fn new(base: B) -> Self {
-        KosSender(IknpSender::new(base))
+        KosSender {
+            iknp: IknpSender::new(base),
+            session: None,
+        }
     }
 
-    /// Runs the base OTs.
+    /// Runs the base OTs and seeds, from `rng`, the PRG of the challenge seeds.
     pub fn setup<C: Channel + ?Sized>(
         &mut self,
         ch: &mut C,
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
     ) -> Result<()> {
-        self.0.setup(ch, sid, rng)
+        self.iknp.setup(ch, sid, rng)?;
+        self.session = Some((*sid, AesPrg::new(random_block(rng))));
+        Ok(())
     }
 
     /// `out.len()` random OTs; fails with [`Error::CheckFailed`] if the receiver was
@@ -67,13 +91,13 @@ impl<B: BaseOtReceiver> KosSender<B> {
     pub fn send_random<C: Channel + ?Sized>(
         &mut self,
         ch: &mut C,
-        sid: &[u8; 32],
         out: &mut [[Block; 2]],
-        rng: &mut impl CryptoRng,
     ) -> Result<()> {
+        let (sid, prg) = self.session.as_mut().ok_or_else(not_set_up)?;
+        let sid = *sid;
         let m = out.len();
-        let (first, q) = self.0.extend(ch, m + EXTRA)?;
-        let seed = Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64));
+        let seed = prg.next_block();
+        let (first, q) = self.iknp.extend(ch, m + EXTRA)?;
         ch.send(&seed.to_bytes())?;
         let proof = ch.recv(PROOF, 32)?;
         let (x, t) = match (
@@ -89,7 +113,7 @@ impl<B: BaseOtReceiver> KosSender<B> {
             }
         };
         let chi = challenges(seed, m + EXTRA);
-        let s = self.0.delta()?;
+        let s = self.iknp.delta()?;
         let expect = gf128_inner_product(&chi, &q) ^ x.gf128_mul(s);
         if expect != t {
             return Err(Error::CheckFailed(
@@ -98,7 +122,7 @@ impl<B: BaseOtReceiver> KosSender<B> {
         }
         let mut q = q;
         q.truncate(m);
-        random_outputs(&session_aes(sid, "ot/iknp/tccr"), s, first, q, out);
+        random_outputs(&session_aes(&sid, "ot/iknp/tccr"), s, first, q, out);
         Ok(())
     }
 }
@@ -106,32 +130,39 @@ impl<B: BaseOtReceiver> KosSender<B> {
 impl<B: BaseOtSender> KosReceiver<B> {
     /// A receiver over `base`.
     pub fn new(base: B) -> Self {
-        KosReceiver(IknpReceiver::new(base))
+        KosReceiver {
+            iknp: IknpReceiver::new(base),
+            session: None,
+        }
     }
 
-    /// Runs the base OTs.
+    /// Runs the base OTs and seeds, from `rng`, the PRG of the extra OTs' choices.
     pub fn setup<C: Channel + ?Sized>(
         &mut self,
         ch: &mut C,
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
     ) -> Result<()> {
-        self.0.setup(ch, sid, rng)
+        self.iknp.setup(ch, sid, rng)?;
+        self.session = Some((*sid, AesPrg::new(random_block(rng))));
+        Ok(())
     }
 
     /// Random OTs: `out[i] = x_i^{choices[i]}`.
     pub fn receive_random<C: Channel + ?Sized>(
         &mut self,
         ch: &mut C,
-        sid: &[u8; 32],
         choices: &[bool],
         out: &mut [Block],
-        rng: &mut impl CryptoRng,
     ) -> Result<()> {
         check_out_len(choices.len(), out.len())?;
+        let (sid, prg) = self.session.as_mut().ok_or_else(not_set_up)?;
+        let sid = *sid;
         let mut all = choices.to_vec();
-        all.extend((0..EXTRA).map(|_| rng.next_u32() & 1 == 1));
-        let (first, t) = self.0.extend(ch, &all)?;
+        let mut extra = [Block::ZERO; EXTRA / 128];
+        prg.fill_blocks(&mut extra);
+        all.extend((0..EXTRA).map(|j| extra[j / 128].bit(j % 128)));
+        let (first, t) = self.iknp.extend(ch, &all)?;
         let seed_bytes = ch.recv(SEED, 16)?;
         let seed = Block::from_slice(&seed_bytes).ok_or_else(|| {
             Error::malformed(SEED, format!("{} bytes, 16 expected", seed_bytes.len()))
@@ -148,7 +179,7 @@ impl<B: BaseOtSender> KosReceiver<B> {
         ch.send(&proof)?;
         let mut rows = t;
         rows.truncate(choices.len());
-        session_aes(sid, "ot/iknp/tccr").tccr_hash(first, &mut rows);
+        session_aes(&sid, "ot/iknp/tccr").tccr_hash(first, &mut rows);
         out.copy_from_slice(&rows);
         Ok(())
     }
@@ -167,16 +198,16 @@ mod tests {
         let (_, sent) = run_two_party(
             |ch| {
                 let mut r = KosReceiver::new(ChouOrlandiSender::default());
-                r.0.cheat = cheat;
+                r.iknp.cheat = cheat;
                 r.setup(ch, &sid, &mut rng(1)).unwrap();
                 let mut out = vec![Block::ZERO; choices.len()];
-                r.receive_random(ch, &sid, &choices, &mut out, &mut rng(3))
+                r.receive_random(ch, &choices, &mut out)
             },
             |ch| {
                 let mut s = KosSender::new(ChouOrlandiReceiver::default());
                 s.setup(ch, &sid, &mut rng(2)).unwrap();
                 let mut out = vec![[Block::ZERO; 2]; 1000];
-                s.send_random(ch, &sid, &mut out, &mut rng(4))
+                s.send_random(ch, &mut out)
             },
         );
         sent

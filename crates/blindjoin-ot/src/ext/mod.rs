@@ -1,5 +1,10 @@
-//! 1-out-of-2 OT extension: IKNP with the ALSZ optimisations (semi-honest, [`iknp`]) and the KOS
-//! consistency check (malicious receiver, [`kos`]).
+//! OT extension: 1-out-of-2 IKNP with the ALSZ optimisations (semi-honest, [`iknp`]) and the
+//! KOS consistency check (malicious receiver, [`kos`]), both behind the role traits
+//! [`RandomOtSender`] / [`RandomOtReceiver`]; KK13 1-out-of-2^η OT ([`kk13`]) and the KKRT16
+//! batched OPRF ([`kkrt`]), which share the wide-row core of `wide.rs`. Every extension is
+//! generic over its base OT (`crate::base`), so tests and callers inject the base OT they want.
+//!
+//! The rest of this doc is the 1-out-of-2 extension's; [`kk13`] and [`kkrt`] have their own.
 //!
 //! **Papers.** Ishai, Kilian, Nissim, Petrank, *Extending Oblivious Transfers Efficiently*
 //! (CRYPTO 2003); Asharov, Lindell, Schneider, Zohner, *More Efficient Oblivious Transfer and
@@ -41,6 +46,95 @@ use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
 use sha2::Digest;
+
+/// A 1-out-of-2 random-OT extension sender: [`setup`](Self::setup) once per session (the base
+/// OTs), then any number of [`send_random`](Self::send_random) batches, whose OT indices and PRG
+/// streams continue from batch to batch. Implemented by [`iknp::IknpSender`] and
+/// [`kos::KosSender`], each generic over its base OT.
+pub trait RandomOtSender {
+    /// Runs the base OTs under session id `sid`; `rng` supplies every secret of the session.
+    fn setup<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<()>;
+
+    /// `out.len()` random OTs: `out[i] = (x_i^0, x_i^1)`.
+    fn send_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        out: &mut [[Block; 2]],
+    ) -> Result<()>;
+}
+
+/// The receiver of a [`RandomOtSender`]: learns `x_i^{choices[i]}`.
+pub trait RandomOtReceiver {
+    /// Runs the base OTs under session id `sid`; `rng` supplies every secret of the session.
+    fn setup<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<()>;
+
+    /// Random OTs: `out[i] = x_i^{choices[i]}`; `Err(InvalidParam)` if the lengths differ.
+    fn receive_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        choices: &[bool],
+        out: &mut [Block],
+    ) -> Result<()>;
+}
+
+/// Implements the role traits by the types' inherent methods of the same names.
+macro_rules! impl_random_ot {
+    ($sender:ident, $receiver:ident) => {
+        impl<B: BaseOtReceiver> RandomOtSender for $sender<B> {
+            fn setup<C: Channel + ?Sized>(
+                &mut self,
+                ch: &mut C,
+                sid: &[u8; 32],
+                rng: &mut impl CryptoRng,
+            ) -> Result<()> {
+                $sender::setup(self, ch, sid, rng)
+            }
+
+            fn send_random<C: Channel + ?Sized>(
+                &mut self,
+                ch: &mut C,
+                out: &mut [[Block; 2]],
+            ) -> Result<()> {
+                $sender::send_random(self, ch, out)
+            }
+        }
+
+        impl<B: BaseOtSender> RandomOtReceiver for $receiver<B> {
+            fn setup<C: Channel + ?Sized>(
+                &mut self,
+                ch: &mut C,
+                sid: &[u8; 32],
+                rng: &mut impl CryptoRng,
+            ) -> Result<()> {
+                $receiver::setup(self, ch, sid, rng)
+            }
+
+            fn receive_random<C: Channel + ?Sized>(
+                &mut self,
+                ch: &mut C,
+                choices: &[bool],
+                out: &mut [Block],
+            ) -> Result<()> {
+                $receiver::receive_random(self, ch, choices, out)
+            }
+        }
+    };
+}
+
+use iknp::{IknpReceiver, IknpSender};
+use kos::{KosReceiver, KosSender};
+impl_random_ot!(IknpSender, IknpReceiver);
+impl_random_ot!(KosSender, KosReceiver);
 
 /// OTs per chunk: 2^16, i.e. 1 MiB of `u` columns per frame.
 pub const CHUNK: usize = 1 << 16;
