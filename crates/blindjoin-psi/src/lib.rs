@@ -10,6 +10,7 @@
 //! the peer sends against the sizes agreed there.
 #![deny(missing_docs)]
 
+pub mod hashing;
 pub mod params;
 pub mod protocols;
 mod registry;

@@ -1,0 +1,65 @@
+//! The error type of the hashing structures.
+
+/// What went wrong while deriving hashing parameters or filling a table.
+///
+/// Every failure is returned to the caller; nothing is retried with other hash functions behind
+/// its back (a rehash would need a new seed that both parties agree on, which is the protocol's
+/// decision).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HashingError {
+    /// Cuckoo insertion found no place for an item: no augmenting path to an empty bin exists
+    /// and the stash is full (for a stash-less table: the stash has room for nothing).
+    #[error(
+        "cuckoo hashing failed: {items} items do not fit into {bins} bins and a stash of {stash} \
+         (item {homeless} is left without a place)"
+    )]
+    CuckooFailed {
+        /// Items being inserted.
+        items: usize,
+        /// Bins of the table.
+        bins: usize,
+        /// Stash capacity.
+        stash: usize,
+        /// Index of the item that found no place (not necessarily the one being inserted: the
+        /// eviction walk moves items around).
+        homeless: u32,
+    },
+    /// A simple-hashing bin holds more entries than the agreed maximum bin size.
+    #[error("simple hashing bin {bin} holds {size} entries, more than the maximum {max}")]
+    BinOverflow {
+        /// Index of the first bin that overflows.
+        bin: usize,
+        /// Entries in it.
+        size: usize,
+        /// The maximum bin size that was checked.
+        max: usize,
+    },
+    /// More items than the tables can index.
+    #[error("{items} items are too many for the hashing tables (at most {max})")]
+    TooManyItems {
+        /// Items given.
+        items: usize,
+        /// Largest number of items supported ([`super::MAX_ITEMS`]).
+        max: usize,
+    },
+    /// A parameter is out of range, or two inputs disagree (e.g. hashed items for another
+    /// number of bins than the table's).
+    #[error("invalid hashing parameter `{field}`: {reason}")]
+    InvalidParam {
+        /// The parameter's name.
+        field: &'static str,
+        /// Why it is rejected (with the value).
+        reason: String,
+    },
+}
+
+impl HashingError {
+    /// Shorthand for [`HashingError::InvalidParam`].
+    pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+        HashingError::InvalidParam {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
