@@ -75,6 +75,10 @@ pub enum Error {
     /// The peer's messages fail a consistency check of the protocol (a cheating or broken peer).
     #[error("the peer failed a protocol check: {0}")]
     CheckFailed(String),
+    /// A hashing structure could not hold the items (e.g. Cuckoo hashing found no placement),
+    /// an event whose probability the protocol's parameters bound by 2^-λ.
+    #[error("{0}; this happens with probability at most 2^-λ, so please report it")]
+    HashingFailed(String),
 }
 
 impl Error {

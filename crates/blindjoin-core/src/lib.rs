@@ -21,6 +21,7 @@ pub mod error;
 pub mod handshake;
 pub mod item;
 pub mod prg;
+pub mod sha256x;
 pub mod transpose;
 
 pub use block::Block;

@@ -304,21 +304,19 @@ impl KkrtSenderOutputs {
         let w = self.width;
         let sh = &*self.shared;
         let ys: Vec<Block> = queries.iter().map(|&(_, y)| y).collect();
-        let (mut tmp, mut codes) = (Vec::new(), Vec::new());
-        sh.prc.encode(&ys, &mut tmp, &mut codes);
-        let mut x = [Block::ZERO; MAX_WIDTH];
-        let mut scratch = sh.ro.scratch();
-        for ((o, &(i, _)), c) in out.iter_mut().zip(queries).zip(codes.chunks_exact(w)) {
+        let (mut tmp, mut rows) = (Vec::new(), Vec::new());
+        sh.prc.encode(&ys, &mut tmp, &mut rows);
+        // rows[k] = q_i ⊕ (C(y) ∧ s) in place of the codeword C(y).
+        for (x, &(i, _)) in rows.chunks_exact_mut(w).zip(queries) {
             let q = &self.rows[i * w..(i + 1) * w];
-            for (((x, q), c), s) in x.iter_mut().zip(q).zip(c).zip(&sh.s) {
-                *x = *q ^ (*c & *s);
+            for ((x, q), s) in x.iter_mut().zip(q).zip(&sh.s) {
+                *x = *q ^ (*x & *s);
             }
-            *o = sh
-                .ro
-                .hash_with(&mut scratch, self.first + i as u64, &x[..w]);
         }
-        x.zeroize();
-        codes.zeroize();
+        sh.ro
+            .hash_indexed(|k| self.first + queries[k].0 as u64, &rows, out);
+        rows.zeroize();
+        tmp.zeroize();
     }
 }
 

@@ -25,6 +25,7 @@ use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::channel::Channel;
 use blindjoin_core::item::{domain_hasher, update_prefixed};
 use blindjoin_core::prg::AesPrg;
+use blindjoin_core::sha256x::compress256_x2;
 use blindjoin_core::transpose::transpose_128xn;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
@@ -88,46 +89,87 @@ impl RowHash {
     }
 
     /// A scratch buffer for [`hash_with`](Self::hash_with), with the padding (fixed by the
-    /// width) already in place. It holds the last row hashed until it is dropped (and zeroized).
+    /// width) already in place in both lanes. It holds the last rows hashed until it is dropped
+    /// (and zeroized).
     pub(crate) fn scratch(&self) -> RowScratch {
-        let mut buf = [[0u8; 64]; 3];
+        let mut lane = [[0u8; 64]; 3];
         let tail = 8 + 16 * self.width;
         let nblocks = (tail + 9).div_ceil(64);
-        let flat = buf.as_flattened_mut();
+        let flat = lane.as_flattened_mut();
         flat[tail] = 0x80;
         let bits = ((64 + tail) as u64) * 8;
         flat[nblocks * 64 - 8..nblocks * 64].copy_from_slice(&bits.to_be_bytes());
-        RowScratch { buf, nblocks }
+        RowScratch {
+            buf: [lane; 2],
+            nblocks,
+        }
+    }
+
+    /// Writes le64(index) ‖ row into lane `l` of `scratch`.
+    #[inline]
+    fn fill(&self, scratch: &mut RowScratch, l: usize, index: u64, row: &[Block]) {
+        let flat = scratch.buf[l].as_flattened_mut();
+        flat[..8].copy_from_slice(&index.to_le_bytes());
+        for (dst, b) in flat[8..8 + 16 * self.width].chunks_exact_mut(16).zip(row) {
+            dst.copy_from_slice(&b.to_bytes());
+        }
     }
 
     /// H(index, row) using `scratch` (from [`scratch`](Self::scratch) of this hash); `row` has
     /// the hash's width (only its first `width` blocks are read).
     #[inline]
     pub(crate) fn hash_with(&self, scratch: &mut RowScratch, index: u64, row: &[Block]) -> Block {
-        let flat = scratch.buf.as_flattened_mut();
-        flat[..8].copy_from_slice(&index.to_le_bytes());
-        for (dst, b) in flat[8..8 + 16 * self.width].chunks_exact_mut(16).zip(row) {
-            dst.copy_from_slice(&b.to_bytes());
-        }
+        self.fill(scratch, 0, index, row);
         let mut state = self.state;
-        compress256(&mut state, &scratch.buf[..scratch.nblocks]);
-        let mut out = [0u8; 16];
-        for (dst, word) in out.chunks_exact_mut(4).zip(&state) {
-            dst.copy_from_slice(&word.to_be_bytes());
+        compress256(&mut state, &scratch.buf[0][..scratch.nblocks]);
+        digest_block(&state)
+    }
+
+    /// Two rows at once, their SHA-NI instruction streams interleaved
+    /// (`blindjoin_core::sha256x`): `[H(i0, r0), H(i1, r1)]`.
+    #[inline]
+    pub(crate) fn hash_pair(
+        &self,
+        scratch: &mut RowScratch,
+        index: [u64; 2],
+        rows: [&[Block]; 2],
+    ) -> [Block; 2] {
+        self.fill(scratch, 0, index[0], rows[0]);
+        self.fill(scratch, 1, index[1], rows[1]);
+        let mut states = [self.state; 2];
+        let n = scratch.nblocks;
+        let [l0, l1] = &scratch.buf;
+        compress256_x2(&mut states, [&l0[..n], &l1[..n]]);
+        [digest_block(&states[0]), digest_block(&states[1])]
+    }
+
+    /// `out[k] = H(index(k), rows[k·w..(k+1)·w])` for every k, two rows at a time.
+    pub(crate) fn hash_indexed(
+        &self,
+        index: impl Fn(usize) -> u64,
+        rows: &[Block],
+        out: &mut [Block],
+    ) {
+        let w = self.width;
+        let mut scratch = self.scratch();
+        let (pairs, rest) = out.as_chunks_mut::<2>();
+        for (p, o) in pairs.iter_mut().enumerate() {
+            let k = 2 * p;
+            *o = self.hash_pair(
+                &mut scratch,
+                [index(k), index(k + 1)],
+                [&rows[k * w..(k + 1) * w], &rows[(k + 1) * w..(k + 2) * w]],
+            );
         }
-        Block::from_bytes(out)
+        if let Some(o) = rest.first_mut() {
+            let k = 2 * pairs.len();
+            *o = self.hash_with(&mut scratch, index(k), &rows[k * w..(k + 1) * w]);
+        }
     }
 
     /// `out[k] = H(first + k, rows[k·w..(k+1)·w])`.
     pub(crate) fn hash_rows(&self, first: u64, rows: &[Block], out: &mut [Block]) {
-        let mut scratch = self.scratch();
-        for (k, (o, row)) in out
-            .iter_mut()
-            .zip(rows.chunks_exact(self.width))
-            .enumerate()
-        {
-            *o = self.hash_with(&mut scratch, first + k as u64, row);
-        }
+        self.hash_indexed(|k| first + k as u64, rows, out);
     }
 
     /// H(index, row) (a fresh scratch buffer per call; batches use [`hash_rows`](Self::hash_rows)
@@ -138,15 +180,27 @@ impl RowHash {
     }
 }
 
-/// The message blocks of one [`RowHash`] evaluation (index, row, padding).
+/// The first 128 bits of a SHA-256 state, as the digest's bytes.
+#[inline]
+fn digest_block(state: &[u32; 8]) -> Block {
+    let mut out = [0u8; 16];
+    for (dst, word) in out.chunks_exact_mut(4).zip(state) {
+        dst.copy_from_slice(&word.to_be_bytes());
+    }
+    Block::from_bytes(out)
+}
+
+/// The message blocks of [`RowHash`] evaluations, two lanes (index, row, padding).
 pub(crate) struct RowScratch {
-    buf: [[u8; 64]; 3],
+    buf: [[[u8; 64]; 3]; 2],
     nblocks: usize,
 }
 
 impl Drop for RowScratch {
     fn drop(&mut self) {
-        self.buf.as_flattened_mut().zeroize();
+        for lane in &mut self.buf {
+            lane.as_flattened_mut().zeroize();
+        }
     }
 }
 
@@ -413,6 +467,21 @@ mod tests {
                 let mut want = [0u8; 16];
                 want.copy_from_slice(&d[..16]);
                 assert_eq!(h.hash(index, &row), Block::from_bytes(want), "w = {w}");
+            }
+        }
+    }
+
+    #[test]
+    fn hash_rows_pairs_agree_with_single_rows() {
+        for w in [1usize, 2, 4, 8] {
+            let h = RowHash::new("pairs", &[2; 32], w).unwrap();
+            for n in [0usize, 1, 2, 5] {
+                let rows: Vec<Block> = (0..(n * w) as u128).map(|k| Block(k * 77 + 3)).collect();
+                let mut out = vec![Block::ZERO; n];
+                h.hash_rows(10, &rows, &mut out);
+                for (k, o) in out.iter().enumerate() {
+                    assert_eq!(*o, h.hash(10 + k as u64, &rows[k * w..(k + 1) * w]));
+                }
             }
         }
     }
