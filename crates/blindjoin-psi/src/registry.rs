@@ -1,6 +1,6 @@
 //! The protocol registry: every protocol the CLI and the benchmarks can run.
 
-use crate::protocols::{ecdh, naive};
+use crate::protocols::{ecdh, kkrt16, naive};
 use crate::{ReceiverOutput, RunOptions, SenderOutput};
 use blindjoin_core::channel::Channel;
 use blindjoin_core::item::Item;
@@ -17,17 +17,20 @@ pub enum Protocol {
     Naive,
     /// Diffie-Hellman PSI on Ristretto255, semi-honest ([`ecdh`]).
     Ecdh,
+    /// KKRT16 OPRF PSI with 3-way Cuckoo hashing, semi-honest ([`kkrt16`]).
+    Kkrt16,
 }
 
 impl Protocol {
     /// Every protocol, in the order the CLI lists them.
-    pub const ALL: &'static [Protocol] = &[Protocol::Ecdh, Protocol::Naive];
+    pub const ALL: &'static [Protocol] = &[Protocol::Kkrt16, Protocol::Ecdh, Protocol::Naive];
 
     /// The protocol id (also the name on the command line).
     pub fn name(self) -> &'static str {
         match self {
             Protocol::Naive => naive::NAME,
             Protocol::Ecdh => ecdh::NAME,
+            Protocol::Kkrt16 => kkrt16::NAME,
         }
     }
 
@@ -40,6 +43,9 @@ impl Protocol {
             Protocol::Ecdh => {
                 "semi-honest, DDH on Ristretto255 in the random-oracle model; the sender learns only the receiver's set size"
             }
+            Protocol::Kkrt16 => {
+                "semi-honest, OT extension (CO15 base OTs, CDH) and a random-oracle hash; the sender learns only the receiver's set size"
+            }
         }
     }
 
@@ -48,6 +54,7 @@ impl Protocol {
         match self {
             Protocol::Naive => "PSZ14 §1.1 (naive hashing)",
             Protocol::Ecdh => "PSZ14 §3, Tab. 5-7 \"DH-based ECC\" (Meadows86, HFH99)",
+            Protocol::Kkrt16 => "KKRT16 §5 (batched OPRF PSI); CM20 §1.2",
         }
     }
 
@@ -60,6 +67,9 @@ impl Protocol {
             Protocol::Naive => 3,
             // hello ‖ hello; verdict ‖ verdict; A_i ‖ B_j; tags of A_i^b.
             Protocol::Ecdh => 4,
+            // hello ‖ hello; verdict ‖ verdict; bins + base-OT S; base-OT R_i; u columns;
+            // tags.
+            Protocol::Kkrt16 => 6,
         }
     }
 
@@ -79,6 +89,7 @@ impl Protocol {
         match self {
             Protocol::Naive => naive::receive(ch, items, opts, rng),
             Protocol::Ecdh => ecdh::receive(ch, items, opts, rng),
+            Protocol::Kkrt16 => kkrt16::receive(ch, items, opts, rng),
         }
     }
 
@@ -93,6 +104,7 @@ impl Protocol {
         match self {
             Protocol::Naive => naive::send(ch, items, opts, rng),
             Protocol::Ecdh => ecdh::send(ch, items, opts, rng),
+            Protocol::Kkrt16 => kkrt16::send(ch, items, opts, rng),
         }
     }
 }

@@ -72,6 +72,11 @@ fn ecdh_exact_indices() {
 }
 
 #[test]
+fn kkrt16_exact_indices() {
+    exact_suite(Protocol::Kkrt16);
+}
+
+#[test]
 fn naive_exact_indices() {
     exact_suite(Protocol::Naive);
 }
@@ -331,3 +336,81 @@ fn metered_bytes_match_the_formula() {
 }
 
 fn _assert_channel_object_safe(_: &mut dyn Channel) {}
+
+#[test]
+fn kkrt16_metered_bytes_match_the_formula() {
+    use blindjoin_core::channel::metered::Metered;
+    use blindjoin_psi::hashing::CuckooParams;
+    // n1 = 300, n2 = 500: tags of 40 + ⌈log2(150000)⌉ = 58 bits = 8 bytes; k = 512.
+    let (r, s) = sets_with_overlap(300, 500, 100, 9);
+    let (ri, si) = (items_from_records(&r), items_from_records(&s));
+    let o = RunOptions::default();
+    let (rt, st) = run_two_party(
+        |ch| {
+            let mut m = Metered::new(ch);
+            Protocol::Kkrt16
+                .receive(&mut m, &ri, &o, &mut rng(1))
+                .unwrap();
+            m.traffic()
+        },
+        |ch| {
+            let mut m = Metered::new(ch);
+            Protocol::Kkrt16.send(&mut m, &si, &o, &mut rng(2)).unwrap();
+            m.traffic()
+        },
+    );
+    assert_eq!(rt.bytes_sent, st.bytes_received);
+    assert_eq!(st.bytes_sent, rt.bytes_received);
+    let bins = CuckooParams::kkrt(300, 40).unwrap().num_bins() as u64;
+    assert!(bins < 1 << 14, "the bin count is a 2-byte varint");
+    let u_columns = 512 * bins.div_ceil(128) * 16;
+    // Receiver: hello, bins (postcard varint), base-OT S, one frame of u columns.
+    let rest = (2 + 4) + (32 + 4) + (u_columns + 4);
+    let hello = rt.bytes_sent - rest;
+    assert!(hello < 250, "hello is {hello} bytes");
+    // Sender: hello (same length), 512 base-OT points in one frame, three sets of 500 tags.
+    assert_eq!(st.bytes_sent, hello + (512 * 32 + 4) + 3 * (8 * 500 + 4));
+}
+
+#[test]
+fn kkrt16_bin_count_mismatch_names_the_field() {
+    // The receiver's frame 2 is its bin count (postcard varint); change it.
+    let (r, s, _) = small_sets();
+    let o = RunOptions::default();
+    let (ro, so) = run_two_party(
+        |ch| {
+            let mut t = Tamper::new(ch, 2, Attack::FlipBit(0));
+            Protocol::Kkrt16.receive(&mut t, &r, &o, &mut rng(1))
+        },
+        |ch| Protocol::Kkrt16.send(ch, &s, &o, &mut rng(2)),
+    );
+    assert_eq!(field_of(&so.unwrap_err()), Some("bins"));
+    assert!(ro.is_err());
+}
+
+#[test]
+fn kkrt16_tampered_oprf_matrix_is_an_error_or_a_subset() {
+    // A flipped bit in the u columns (receiver's frame 4) changes one bin's OPRF key; the
+    // sender cannot notice (semi-honest), the run finishes, and no wrong index appears.
+    let (r, s, expected) = small_sets();
+    let o = RunOptions::default();
+    let (ro, so) = run_two_party(
+        |ch| {
+            let mut t = Tamper::new(ch, 4, Attack::FlipBit(3));
+            Protocol::Kkrt16.receive(&mut t, &r, &o, &mut rng(1))
+        },
+        |ch| Protocol::Kkrt16.send(ch, &s, &o, &mut rng(2)),
+    );
+    so.unwrap();
+    let got = ro.unwrap().indices;
+    assert!(got.len() + 1 >= expected.len() && got.iter().all(|i| expected.contains(i)));
+    // A truncated u frame is refused by the sender.
+    let (_, so) = run_two_party(
+        |ch| {
+            let mut t = Tamper::new(ch, 4, Attack::Truncate(100));
+            Protocol::Kkrt16.receive(&mut t, &r, &o, &mut rng(1))
+        },
+        |ch| Protocol::Kkrt16.send(ch, &s, &o, &mut rng(2)),
+    );
+    assert_malformed(&so.unwrap_err());
+}

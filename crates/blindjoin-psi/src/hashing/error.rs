@@ -63,3 +63,20 @@ impl HashingError {
         }
     }
 }
+
+impl From<HashingError> for blindjoin_core::Error {
+    fn from(e: HashingError) -> Self {
+        match e {
+            HashingError::TooManyItems { .. } => blindjoin_core::Error::InvalidParam {
+                field: "items",
+                reason: e.to_string(),
+            },
+            HashingError::InvalidParam { field, reason } => {
+                blindjoin_core::Error::InvalidParam { field, reason }
+            }
+            HashingError::CuckooFailed { .. } | HashingError::BinOverflow { .. } => {
+                blindjoin_core::Error::HashingFailed(e.to_string())
+            }
+        }
+    }
+}

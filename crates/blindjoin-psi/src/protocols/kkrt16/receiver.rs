@@ -1,0 +1,94 @@
+//! The receiver's side of `kkrt16` (see the module doc for the message flow).
+
+use super::{HASHES, MSG_TAGS, NAME, Setup, code_width, hash_seed, oprf_input, params};
+use crate::hashing::{CuckooParams, CuckooTable};
+use crate::params::tag_bytes;
+use crate::protocols::common::{check_tag_len, tag_from_bytes, validate_security};
+use crate::{Phases, ReceiverOutput, RunOptions};
+use blindjoin_core::channel::{BulkReader, Channel, send_msg};
+use blindjoin_core::handshake::{Role, handshake};
+use blindjoin_core::item::Item;
+use blindjoin_core::{Block, Result};
+use blindjoin_ot::base::ChouOrlandiSender;
+use blindjoin_ot::ext::kkrt::KkrtReceiver;
+use rand::CryptoRng;
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// Runs the receiver with `items` (distinct) on `ch`; returns the indices of `items` in the
+/// intersection.
+pub fn receive<C: Channel + ?Sized>(
+    ch: &mut C,
+    items: &[Item],
+    opts: &RunOptions,
+    rng: &mut impl CryptoRng,
+) -> Result<ReceiverOutput> {
+    validate_security(opts, NAME)?;
+    let start = Instant::now();
+    let mut phases = Phases::default();
+    let cfg = opts.session_config(NAME, Role::Receiver, items.len(), params(opts.lambda));
+    let session = handshake(ch, &cfg, rng)?;
+    let t = phases.lap("handshake", start);
+
+    let (n1, n2) = (items.len() as u64, session.sender_size);
+    let tag_len = tag_bytes(session.lambda, n1, n2);
+    check_tag_len(tag_len)?;
+    let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
+    let cuckoo = CuckooParams::kkrt(items.len(), session.lambda)?;
+    let table = CuckooTable::build(&cuckoo, hash_seed(&session), &blocks)?;
+    let bins = table.num_bins();
+    send_msg(ch, &Setup { bins: bins as u64 })?;
+    let t = phases.lap("cuckoo", t);
+
+    let mut oprf = KkrtReceiver::new(ChouOrlandiSender::default(), code_width(session.lambda))?;
+    oprf.setup(ch, &session.id, rng)?;
+    let t = phases.lap("base OT", t);
+
+    // One OPRF instance per bin: its item XOR its hash index, or a random dummy.
+    let inputs: Vec<Block> = table
+        .iter()
+        .map(|e| match e {
+            Some(e) => oprf_input(&items[e.item as usize].0, e.hash),
+            None => Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64)),
+        })
+        .collect();
+    let mut outputs = vec![Block::ZERO; bins];
+    oprf.receive(ch, &inputs, &mut outputs)?;
+    opts.report("oprf", n1, n1);
+    let t = phases.lap("oprf", t);
+
+    // Own tags by hash index: tag → item.
+    let mut own: [HashMap<u128, u32>; HASHES] = Default::default();
+    for m in &mut own {
+        m.reserve(items.len() / HASHES + 1);
+    }
+    for (e, out) in table.iter().zip(&outputs) {
+        if let Some(e) = e {
+            let tag = tag_from_bytes(&out.to_bytes()[..tag_len]);
+            own[usize::from(e.hash)].insert(tag, e.item);
+        }
+    }
+    let mut found = vec![false; items.len()];
+    for map in &own {
+        let mut reader = BulkReader::new(MSG_TAGS, tag_len, n2);
+        while let Some(frame) = reader.next_frame(ch)? {
+            for tag in frame.chunks_exact(tag_len) {
+                if let Some(&i) = map.get(&tag_from_bytes(tag)) {
+                    found[i as usize] = true;
+                }
+            }
+        }
+    }
+    let indices = found
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| **f)
+        .map(|(i, _)| i)
+        .collect();
+    phases.lap("match", t);
+    Ok(ReceiverOutput {
+        indices,
+        session,
+        phases,
+    })
+}
