@@ -108,6 +108,9 @@ struct Row {
     peak_rss_sender_bytes: u64,
     plaintext_join_seconds: f64,
     wall_over_plaintext: f64,
+    /// Wall time per protocol phase of the median repetition, receiver and sender.
+    phases_receiver: Vec<(String, f64)>,
+    phases_sender: Vec<(String, f64)>,
 }
 
 /// The benchmark's sets: distinct 16-character records, `overlap` shared, each side shuffled.
@@ -154,6 +157,11 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
     let items = items_of(if is_receiver { &recv } else { &send });
     let (hash_cpu, hash_wall) = (process_cpu_seconds() - cpu0, t0.elapsed().as_secs_f64());
     drop((recv, send));
+    // The records were millions of small allocations. glibc defers the work of freeing them
+    // to the next large allocation (`malloc_consolidate`), which would otherwise land inside the
+    // timed protocol or, worse, between the sender's connect and its hello, where the receiver's
+    // clock counts it (0.3-0.4 s at 2^20). Make that allocation here, untimed.
+    std::hint::black_box(vec![0u8; 64 << 10]);
     let ch = if is_receiver {
         accept_on_loopback(timeout)?
     } else {
@@ -384,6 +392,19 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
         let wall = m(&|(r, s)| r.wall_seconds.max(s.wall_seconds));
         let (r0, s0) = &reps[0];
         let total = r0.traffic.bytes_sent + s0.traffic.bytes_sent;
+        let mut by_wall: Vec<&(PartyResult, PartyResult)> = reps.iter().collect();
+        by_wall.sort_by(|a, b| {
+            f64::total_cmp(
+                &a.0.wall_seconds.max(a.1.wall_seconds),
+                &b.0.wall_seconds.max(b.1.wall_seconds),
+            )
+        });
+        let (rm, sm) = by_wall[by_wall.len() / 2];
+        eprintln!(
+            "phases at {n_recv}x{n_send} (median repetition): receiver {}; sender {}",
+            format_phases(&rm.phases),
+            format_phases(&sm.phases)
+        );
         let row = Row {
             protocol: a.protocol.name(),
             n_recv,
@@ -402,6 +423,8 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
             peak_rss_sender_bytes: s0.peak_rss_bytes,
             plaintext_join_seconds: plain,
             wall_over_plaintext: wall / plain,
+            phases_receiver: rm.phases.clone(),
+            phases_sender: sm.phases.clone(),
         };
         println!("{}", table_row(&row));
         rows.push(row);
@@ -417,6 +440,14 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
         &rows,
         &md,
     )
+}
+
+fn format_phases(phases: &[(String, f64)]) -> String {
+    phases
+        .iter()
+        .map(|(n, s)| format!("{n} {s:.3}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Writes `<dir>/<name>.json` and `<dir>/<name>.md` (creating `dir`), atomically.
