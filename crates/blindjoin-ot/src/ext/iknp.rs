@@ -88,10 +88,7 @@ impl<B> std::fmt::Debug for IknpReceiver<B> {
 }
 
 fn not_set_up() -> Error {
-    Error::InvalidParam {
-        field: "ot",
-        reason: "the OT extension was used before setup".into(),
-    }
+    super::not_set_up("ot", "the OT extension")
 }
 
 /// Applies TCCR(first + i, ·) to every block.

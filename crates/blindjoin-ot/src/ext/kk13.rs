@@ -123,10 +123,7 @@ fn check_eta(eta: u32) -> Result<()> {
 }
 
 fn not_set_up() -> Error {
-    Error::InvalidParam {
-        field: "ot",
-        reason: "the KK13 OT extension was used before setup".into(),
-    }
+    super::not_set_up("ot", "the KK13 OT extension")
 }
 
 /// The extension sender's state after setup.

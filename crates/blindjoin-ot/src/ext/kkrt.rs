@@ -54,7 +54,7 @@
 //! outputs are 128 bits; callers truncate (PSI sends λ + log2(n1·n2) bits). (3) Evaluation at an
 //! out-of-range instance is an `InvalidParam` error, not a panic.
 
-use super::wide::{MAX_WIDTH, RowHash, WideReceiver, WideSender, rows_to_columns};
+use super::wide::{RowHash, WideReceiver, WideSender, check_width, rows_to_columns};
 use super::{KAPPA, check_out_len, session_aes};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::aes::FixedKeyAes;
@@ -149,21 +149,8 @@ impl Prc {
     }
 }
 
-fn check_width(width: usize) -> Result<()> {
-    if !(1..=MAX_WIDTH).contains(&width) {
-        return Err(Error::InvalidParam {
-            field: "code width",
-            reason: format!("{width} blocks, expected 1..={MAX_WIDTH}"),
-        });
-    }
-    Ok(())
-}
-
 fn not_set_up() -> Error {
-    Error::InvalidParam {
-        field: "oprf",
-        reason: "the KKRT OPRF was used before setup".into(),
-    }
+    super::not_set_up("oprf", "the KKRT OPRF")
 }
 
 /// The sender's state after setup.

@@ -49,10 +49,7 @@ pub struct KosReceiver<B> {
 }
 
 fn not_set_up() -> Error {
-    Error::InvalidParam {
-        field: "ot",
-        reason: "the KOS OT extension was used before setup".into(),
-    }
+    super::not_set_up("ot", "the KOS OT extension")
 }
 
 fn random_block(rng: &mut impl CryptoRng) -> Block {

@@ -191,6 +191,15 @@ pub(crate) fn seed_prgs<B: BaseOtReceiver, C: Channel + ?Sized>(
         .collect())
 }
 
+/// The error for an extension used before its `setup`: `field` names the parameter
+/// ("ot" or "oprf"), `what` the extension.
+pub(crate) fn not_set_up(field: &'static str, what: &str) -> Error {
+    Error::InvalidParam {
+        field,
+        reason: format!("{what} was used before setup"),
+    }
+}
+
 /// Checks that the caller gave one output slot per OT.
 pub(crate) fn check_out_len(expected: usize, got: usize) -> Result<()> {
     if expected != got {

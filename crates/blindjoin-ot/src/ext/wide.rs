@@ -204,7 +204,7 @@ impl Drop for RowScratch {
     }
 }
 
-fn check_width(width: usize) -> Result<()> {
+pub(crate) fn check_width(width: usize) -> Result<()> {
     if !(1..=MAX_WIDTH).contains(&width) {
         return Err(Error::InvalidParam {
             field: "width",
