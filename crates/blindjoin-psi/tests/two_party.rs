@@ -414,3 +414,19 @@ fn kkrt16_tampered_oprf_matrix_is_an_error_or_a_subset() {
     );
     assert_malformed(&so.unwrap_err());
 }
+
+#[test]
+fn kkrt16_long_tags_are_compared_whole() {
+    // λ = 80 with 300 × 500 items: 80 + ⌈log2(150000)⌉ = 98-bit tags, 13 bytes, beyond the
+    // 96 bits the receiver's tag table stores.
+    let (r, s) = sets_with_overlap(300, 500, 120, 11);
+    let expected = oracle(&r, &s);
+    let (ri, si) = (items_from_records(&r), items_from_records(&s));
+    let o = RunOptions {
+        lambda: 80,
+        ..RunOptions::default()
+    };
+    let (ro, so) = run(Protocol::Kkrt16, &ri, &si, &o, &o);
+    so.unwrap();
+    assert_eq!(ro.unwrap().indices, expected);
+}

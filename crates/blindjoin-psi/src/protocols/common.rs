@@ -18,6 +18,16 @@ pub(crate) fn tag_from_bytes(bytes: &[u8]) -> u128 {
     u128::from_le_bytes(b)
 }
 
+/// The mask that keeps the low `len` bytes of a `u128`: a block's tag of `len` bytes is
+/// `block.0 & tag_mask(len)` (blocks encode little-endian, as [`tag_from_bytes`] reads).
+pub(crate) fn tag_mask(len: usize) -> u128 {
+    if len >= 16 {
+        u128::MAX
+    } else {
+        (1u128 << (8 * len)) - 1
+    }
+}
+
 /// Checks that a tag of `len` bytes fits the 16 bytes the protocols store.
 pub(crate) fn check_tag_len(len: usize) -> Result<()> {
     if len > 16 {
@@ -29,6 +39,129 @@ pub(crate) fn check_tag_len(len: usize) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// An open-addressing table from comparison tags to one `u32` value each (an own item),
+/// for the receiver's matching step.
+///
+/// Tags are pseudorandom, so their low bits index the table directly (no hashing). A slot
+/// holds bits 0..96 of the tag and the value: 16 bytes, four slots per cache line. Longer tags
+/// (λ + log2(n1·n2) > 96) are confirmed by the caller. Linear probing at load ≤ 1/2. Only the
+/// receiver's own (pseudorandom) tags are inserted, so a peer's tags cannot lengthen the probe
+/// sequences: a lookup stops at the first empty slot.
+///
+/// A lookup at 2^20 entries is a cache and TLB miss; [`TagTable::prefetch`] lets a caller
+/// overlap the misses of the next few lookups with the current one.
+pub(crate) struct TagTable {
+    slots: Vec<TagSlot>,
+    mask: usize,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct TagSlot {
+    lo: u64,
+    hi: u32,
+    /// `EMPTY` or the value.
+    value: u32,
+}
+
+impl TagTable {
+    const EMPTY: u32 = u32::MAX;
+
+    /// Lookups [`TagTable::find_all`] keeps in flight.
+    const AHEAD: usize = 16;
+
+    /// A table for at most `capacity` entries.
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
+        let size = (2 * capacity.max(1)).next_power_of_two();
+        TagTable {
+            slots: vec![
+                TagSlot {
+                    lo: 0,
+                    hi: 0,
+                    value: Self::EMPTY,
+                };
+                size
+            ],
+            mask: size - 1,
+        }
+    }
+
+    fn split(tag: u128) -> (u64, u32) {
+        (tag as u64, (tag >> 64) as u32)
+    }
+
+    /// Inserts `tag` (at most 16 bytes, read as by [`tag_from_bytes`]) with `value`
+    /// (`< u32::MAX`). Equal tags are kept side by side; lookups see all of them.
+    pub(crate) fn insert(&mut self, tag: u128, value: u32) {
+        debug_assert!(value != Self::EMPTY);
+        let (lo, hi) = Self::split(tag);
+        let mut i = lo as usize & self.mask;
+        while self.slots[i].value != Self::EMPTY {
+            i = (i + 1) & self.mask;
+        }
+        self.slots[i] = TagSlot { lo, hi, value };
+    }
+
+    /// Asks the CPU to load the slot where a lookup of `tag` starts.
+    #[inline]
+    pub(crate) fn prefetch(&self, tag: u128) {
+        let i = tag as u64 as usize & self.mask;
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let p = self.slots[i..].as_ptr().cast::<i8>();
+            // SAFETY: a prefetch is only a hint and never faults; `p` points into `slots`, and
+            // SSE (which provides PREFETCHh) is part of the x86_64 baseline.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = i;
+    }
+
+    /// The first value stored under a tag whose bits 0..96 are those of `tag` and for which
+    /// `confirm(value)` holds (callers with longer tags compare the rest there).
+    #[inline]
+    pub(crate) fn find(&self, tag: u128, mut confirm: impl FnMut(u32) -> bool) -> Option<u32> {
+        let (lo, hi) = Self::split(tag);
+        let mut i = lo as usize & self.mask;
+        loop {
+            let s = self.slots[i];
+            if s.value == Self::EMPTY {
+                return None;
+            }
+            if s.lo == lo && s.hi == hi && confirm(s.value) {
+                return Some(s.value);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Looks up every tag of `frame` (`tag_len` bytes each) and calls `hit(value)` for each
+    /// found, with the next lookups' slots prefetched.
+    pub(crate) fn find_all(
+        &self,
+        frame: &[u8],
+        tag_len: usize,
+        mut confirm: impl FnMut(u32, u128) -> bool,
+        mut hit: impl FnMut(u32),
+    ) {
+        let tags = frame.chunks_exact(tag_len);
+        for t in tags.clone().take(Self::AHEAD) {
+            self.prefetch(tag_from_bytes(t));
+        }
+        let mut ahead = tags.clone().skip(Self::AHEAD);
+        for t in tags {
+            if let Some(next) = ahead.next() {
+                self.prefetch(tag_from_bytes(next));
+            }
+            let tag = tag_from_bytes(t);
+            if let Some(v) = self.find(tag, |v| confirm(v, tag)) {
+                hit(v);
+            }
+        }
+    }
 }
 
 /// Sorted indices of `tags` (one per own item, `tag_len` bytes each) that occur in `peer`.
@@ -133,5 +266,49 @@ mod tests {
         assert_eq!(match_tags(&own, 2, &peer), vec![0, 2, 3]);
         assert!(check_tag_len(16).is_ok());
         assert!(check_tag_len(17).is_err());
+    }
+
+    #[test]
+    fn tag_table_confirms_whole_tags_and_sees_equal_keys() {
+        let mut t = TagTable::with_capacity(4);
+        // Two tags with equal low 64 bits and one that shares the slot index only.
+        let (a, b, c) = (5u128 | 1 << 100, 5u128 | 2 << 100, 5u128 + (1 << 40));
+        t.insert(a, 0);
+        t.insert(b, 1);
+        t.insert(c, 2);
+        let tags = [a, b, c];
+        for (v, &tag) in tags.iter().enumerate() {
+            assert_eq!(t.find(tag, |x| tags[x as usize] == tag), Some(v as u32));
+        }
+        assert_eq!(
+            t.find(5 | 3 << 100, |x| tags[x as usize] == 5 | 3 << 100),
+            None
+        );
+        // Bits 64..96 are compared by the table itself.
+        assert_eq!(t.find(5 | 1 << 64, |_| true), None);
+        assert_eq!(t.find(6, |_| true), None);
+        // A full table of random-looking keys finds every key and nothing else.
+        let n = 1000u32;
+        let key = |i: u32| u128::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835);
+        let mut t = TagTable::with_capacity(n as usize);
+        for i in 0..n {
+            t.insert(key(i), i);
+        }
+        for i in 0..n {
+            assert_eq!(t.find(key(i), |v| key(v) == key(i)), Some(i));
+            assert_eq!(t.find(key(i + n), |v| key(v) == key(i + n)), None);
+        }
+        // The batched lookup over 9-byte tags finds the same.
+        let frame: Vec<u8> = (0..2 * n)
+            .flat_map(|i| key(i).to_le_bytes()[..9].to_vec())
+            .collect();
+        let mask = tag_mask(9);
+        let mut t = TagTable::with_capacity(n as usize);
+        for i in 0..n {
+            t.insert(key(i) & mask, i);
+        }
+        let mut hits = Vec::new();
+        t.find_all(&frame, 9, |v, tag| key(v) & mask == tag, |v| hits.push(v));
+        assert_eq!(hits, (0..n).collect::<Vec<_>>());
     }
 }

@@ -3,7 +3,7 @@
 use super::{HASHES, MSG_TAGS, NAME, Setup, code_width, hash_seed, oprf_input, params};
 use crate::hashing::{CuckooParams, CuckooTable};
 use crate::params::tag_bytes;
-use crate::protocols::common::{check_tag_len, tag_from_bytes, validate_security};
+use crate::protocols::common::{TagTable, check_tag_len, tag_mask, validate_security};
 use crate::{Phases, ReceiverOutput, RunOptions};
 use blindjoin_core::channel::{BulkReader, Channel, send_msg};
 use blindjoin_core::handshake::{Role, handshake};
@@ -12,7 +12,6 @@ use blindjoin_core::{Block, Result};
 use blindjoin_ot::base::ChouOrlandiSender;
 use blindjoin_ot::ext::kkrt::KkrtReceiver;
 use rand::CryptoRng;
-use std::collections::HashMap;
 use std::time::Instant;
 
 /// Runs the receiver with `items` (distinct) on `ch`; returns the indices of `items` in the
@@ -57,26 +56,37 @@ pub fn receive<C: Channel + ?Sized>(
     opts.report("oprf", n1, n1);
     let t = phases.lap("oprf", t);
 
-    // Own tags by hash index: tag → item.
-    let mut own: [HashMap<u128, u32>; HASHES] = Default::default();
-    for m in &mut own {
-        m.reserve(items.len() / HASHES + 1);
+    // Own tags, one table per hash function: tag → item. Tags longer than the table's 96 bits
+    // are confirmed against the item's whole tag.
+    let mask = tag_mask(tag_len);
+    let mut per_hash = [0usize; HASHES];
+    for e in table.iter().flatten() {
+        per_hash[usize::from(e.hash)] += 1;
     }
+    let mut own: Vec<TagTable> = per_hash
+        .iter()
+        .map(|&c| TagTable::with_capacity(c))
+        .collect();
+    let mut full = vec![0u128; if tag_len > 12 { items.len() } else { 0 }];
     for (e, out) in table.iter().zip(&outputs) {
         if let Some(e) = e {
-            let tag = tag_from_bytes(&out.to_bytes()[..tag_len]);
-            own[usize::from(e.hash)].insert(tag, e.item);
+            own[usize::from(e.hash)].insert(out.0 & mask, e.item);
+            if let Some(f) = full.get_mut(e.item as usize) {
+                *f = out.0 & mask;
+            }
         }
     }
+    drop(outputs);
     let mut found = vec![false; items.len()];
-    for map in &own {
+    for set in &own {
         let mut reader = BulkReader::new(MSG_TAGS, tag_len, n2);
         while let Some(frame) = reader.next_frame(ch)? {
-            for tag in frame.chunks_exact(tag_len) {
-                if let Some(&i) = map.get(&tag_from_bytes(tag)) {
-                    found[i as usize] = true;
-                }
-            }
+            set.find_all(
+                &frame,
+                tag_len,
+                |i, tag| full.get(i as usize).is_none_or(|&f| f == tag),
+                |i| found[i as usize] = true,
+            );
         }
     }
     let indices = found
