@@ -7,23 +7,46 @@ use blindjoin_psi::Protocol;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-const PROTOCOLS_HELP: &str = "\
-Protocols (--protocol):
-  ecdh    Diffie-Hellman PSI on Ristretto255 (PSZ14 §3, \"DH-based ECC\").
-          Semi-honest: secure if both parties follow the protocol; DDH in the random-oracle
-          model, κ = 128. The receiver learns which of its rows the sender also has; the
-          sender learns only the receiver's number of distinct keys.
-  naive   Hash-and-compare (PSZ14 §1.1). INSECURE: the receiver can test any guess against the
-          sender's hashes. A benchmark floor only; refused outside `bench` unless --insecure.
-
-Security parameters: κ = 128 (computational), λ = 40 (statistical) by default.";
+/// The protocol list shown under `--help`, from the registry: name, paper, security model.
+fn protocols_help() -> String {
+    const INDENT: usize = 10;
+    const WIDTH: usize = 96;
+    let mut out = String::from("Protocols (--protocol):\n");
+    for p in Protocol::ALL {
+        let security = p.security();
+        let mut first = security.chars();
+        let security: String = first
+            .next()
+            .map(|c| c.to_uppercase().chain(first).collect())
+            .unwrap_or_default();
+        let text = format!("{security}. [{}]", p.reference());
+        let mut line = format!("  {:<w$}", p.name(), w = INDENT - 2);
+        for word in text.split_whitespace() {
+            if line.len() + 1 + word.len() > WIDTH && line.trim().len() > p.name().len() {
+                out.push_str(line.trim_end());
+                out.push('\n');
+                line = " ".repeat(INDENT);
+            } else if !line.ends_with(' ') {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out.push_str(
+        "\nSecurity parameters: κ = 128 (computational), λ = 40 (statistical) by default.\n\
+         `naive` is refused outside `bench` unless --insecure.",
+    );
+    out
+}
 
 /// blindjoin: find the rows two organisations have in common, revealing nothing else.
 ///
 /// One party (the receiver) learns which of its rows the other party (the sender) also has;
 /// the sender learns only how many distinct keys the receiver has.
 #[derive(Debug, Parser)]
-#[command(name = "blindjoin", version, after_help = PROTOCOLS_HELP)]
+#[command(name = "blindjoin", version, after_help = protocols_help())]
 pub struct Cli {
     /// Worker threads for the cryptography (default: all cores).
     #[arg(long, global = true)]
@@ -35,17 +58,18 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run both parties on generated data over loopback TCP and print a summary.
+    #[command(after_help = protocols_help())]
     Demo(DemoArgs),
     /// Be the receiver: learn which of your rows the sender also has.
-    #[command(after_help = PROTOCOLS_HELP)]
+    #[command(after_help = protocols_help())]
     Receive(ReceiveArgs),
     /// Be the sender: help the receiver find the common rows; learn only its set size.
-    #[command(after_help = PROTOCOLS_HELP)]
+    #[command(after_help = protocols_help())]
     Send(SendArgs),
     /// Write two synthetic identifier files (emails and phone numbers) with a known overlap.
     Gen(GenArgs),
     /// Benchmark a protocol over loopback TCP against the plaintext hash join.
-    #[command(after_help = PROTOCOLS_HELP)]
+    #[command(after_help = protocols_help())]
     Bench(bench::BenchArgs),
     /// One party of a benchmark (started by `bench`).
     #[command(hide = true)]

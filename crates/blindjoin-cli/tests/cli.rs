@@ -538,3 +538,28 @@ fn bench_ot_runs_both_extensions_over_tcp() {
         );
     }
 }
+
+#[test]
+fn help_lists_every_protocol_of_the_registry() {
+    let subcommands = [
+        &["--help"][..],
+        &["demo", "--help"],
+        &["send", "--help"],
+        &["receive", "--help"],
+        &["bench", "--help"],
+    ];
+    for sub in subcommands {
+        let out = run(sub);
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        let listed = &text[text.find("Protocols (--protocol):").expect("protocol list")..];
+        for p in blindjoin_psi::Protocol::ALL {
+            assert!(
+                listed.contains(&format!("\n  {:<8}", p.name())),
+                "{p} missing from {sub:?}:\n{listed}"
+            );
+            let flat = listed.split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(flat.contains(p.reference()), "{p}: {listed}");
+        }
+    }
+}
