@@ -1,7 +1,7 @@
 //! The sender's side of `kkrt16` (see the module doc for the message flow).
 
 use super::{BIN_CHUNK, HASHES, MSG_SETUP, NAME, Setup, code_width, hash_seed, oprf_input, params};
-use crate::hashing::{BinHasher, CuckooParams, SimpleTable};
+use crate::hashing::{BinHasher, CuckooParams, HashedItems};
 use crate::params::tag_bytes;
 use crate::protocols::common::{CHUNK, check_tag_len, validate_security};
 use crate::{Phases, RunOptions, SenderOutput};
@@ -46,8 +46,9 @@ pub fn send<C: Channel + ?Sized>(
         });
     }
     let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
-    let hasher = BinHasher::new(hash_seed(&session), HASHES, bins)?;
-    let table = SimpleTable::build(&hasher, &blocks)?;
+    let hashed = BinHasher::new(hash_seed(&session), HASHES, bins)?.hash_items(&blocks)?;
+    drop(blocks);
+    let t = phases.lap("hash", t);
     // Each set j goes out in its own random order: item y's tag at position perm[j][y].
     let perms: Vec<Vec<u32>> = (0..HASHES)
         .map(|_| {
@@ -56,40 +57,78 @@ pub fn send<C: Channel + ?Sized>(
             p
         })
         .collect();
-    let t = phases.lap("hash", t);
+    let queries = bucket_queries(items, &hashed, &perms, bins);
+    drop(perms);
+    drop(hashed);
+    let t = phases.lap("shuffle", t);
 
     let mut oprf = KkrtSender::new(ChouOrlandiReceiver::default(), code_width(session.lambda))?;
     oprf.setup(ch, &session.id, rng)?;
     let t = phases.lap("base OT", t);
 
-    let mut tags = vec![vec![0u8; items.len() * tag_len]; HASHES];
-    let (mut queries, mut dest, mut out) = (Vec::new(), Vec::new(), Vec::new());
-    let mut lo = 0;
-    while lo < bins {
+    // Set j's tags at [j·n2, (j+1)·n2) of one buffer.
+    let mut tags = vec![0u8; HASHES * items.len() * tag_len];
+    let (mut batch, mut out) = (Vec::new(), Vec::new());
+    for (c, chunk) in queries.iter().enumerate() {
+        let lo = c * BIN_CHUNK;
         let hi = (lo + BIN_CHUNK).min(bins);
         let keys = oprf.send(ch, hi - lo)?;
-        queries.clear();
-        dest.clear();
-        for b in lo..hi {
-            for e in table.bin(b) {
-                let (y, j) = (e.item(), e.hash());
-                queries.push((b - lo, oprf_input(&items[y as usize].0, j)));
-                dest.push((j, perms[usize::from(j)][y as usize]));
-            }
-        }
-        out.resize(queries.len(), Block::ZERO);
-        keys.evals(&queries, &mut out)?;
-        for (&(j, pos), v) in dest.iter().zip(&out) {
-            let at = pos as usize * tag_len;
-            tags[usize::from(j)][at..at + tag_len].copy_from_slice(&v.to_bytes()[..tag_len]);
+        batch.clear();
+        batch.extend(chunk.iter().map(|q| (q.bin as usize, q.input)));
+        out.resize(batch.len(), Block::ZERO);
+        keys.evals(&batch, &mut out)?;
+        for (q, v) in chunk.iter().zip(&out) {
+            let at = q.dest as usize * tag_len;
+            tags[at..at + tag_len].copy_from_slice(&v.to_bytes()[..tag_len]);
         }
         opts.report("oprf", hi as u64, bins as u64);
-        lo = hi;
     }
     let t = phases.lap("oprf", t);
-    for set in &tags {
-        send_elements(ch, set, tag_len, CHUNK)?;
+    let set_len = items.len() * tag_len;
+    for j in 0..HASHES {
+        send_elements(ch, &tags[j * set_len..(j + 1) * set_len], tag_len, CHUNK)?;
     }
     phases.lap("send", t);
     Ok(SenderOutput { session, phases })
+}
+
+/// One OPRF evaluation of the sender: `input` = y ⊕ j at bin `bin` (relative to its chunk),
+/// its tag going to position `dest` of the concatenated tag sets.
+struct Query {
+    input: Block,
+    bin: u32,
+    dest: u32,
+}
+
+/// Every (y, j) as a [`Query`], bucketed by the chunk of bins its OPRF key arrives in.
+///
+/// A counting sort by chunk, not by bin: items are read in order and each of the few chunk
+/// buckets is written sequentially, where a table sorted by bin would scatter every entry to a
+/// random place. When h_j(y) = h_j'(y), both (y, j) and (y, j') are evaluated: the sender
+/// cannot know which of them the receiver's table holds.
+fn bucket_queries(
+    items: &[Item],
+    hashed: &HashedItems,
+    perms: &[Vec<u32>],
+    bins: usize,
+) -> Vec<Vec<Query>> {
+    let chunks = bins.div_ceil(BIN_CHUNK);
+    let mut counts = vec![0usize; chunks];
+    for &b in hashed.as_slice() {
+        counts[b as usize / BIN_CHUNK] += 1;
+    }
+    let mut buckets: Vec<Vec<Query>> = counts.iter().map(|&c| Vec::with_capacity(c)).collect();
+    let n2 = items.len();
+    for (y, item) in items.iter().enumerate() {
+        for (j, &b) in hashed.bins(y).iter().enumerate() {
+            let b = b as usize;
+            // dest < 3·n2 ≤ 3·2^30 < 2^32 (the hasher refuses more than 2^30 items).
+            buckets[b / BIN_CHUNK].push(Query {
+                input: oprf_input(&item.0, j as u8),
+                bin: (b % BIN_CHUNK) as u32,
+                dest: (j * n2) as u32 + perms[j][y],
+            });
+        }
+    }
+    buckets
 }
