@@ -187,6 +187,8 @@ pub struct KkrtSender<B> {
     base: B,
     width: usize,
     state: Option<SenderState>,
+    /// The rows buffer of a recycled batch (zeroised, capacity kept).
+    spare: Vec<Block>,
 }
 
 /// KKRT16 OPRF receiver, generic over the base OT it runs as sender.
@@ -290,21 +292,31 @@ impl KkrtSenderOutputs {
     fn eval_batch(&self, queries: &[(usize, Block)], out: &mut [Block]) {
         let w = self.width;
         let sh = &*self.shared;
-        let ys: Vec<Block> = queries.iter().map(|&(_, y)| y).collect();
-        let (mut tmp, mut rows) = (Vec::new(), Vec::new());
-        sh.prc.encode(&ys, &mut tmp, &mut rows);
-        // rows[k] = q_i ⊕ (C(y) ∧ s) in place of the codeword C(y).
-        for (x, &(i, _)) in rows.chunks_exact_mut(w).zip(queries) {
-            let q = &self.rows[i * w..(i + 1) * w];
-            for ((x, q), s) in x.iter_mut().zip(q).zip(&sh.s) {
-                *x = *q ^ (*x & *s);
+        EVAL_SCRATCH.with_borrow_mut(|(ys, tmp, rows)| {
+            ys.clear();
+            ys.extend(queries.iter().map(|&(_, y)| y));
+            sh.prc.encode(ys, tmp, rows);
+            // rows[k] = q_i ⊕ (C(y) ∧ s) in place of the codeword C(y).
+            for (x, &(i, _)) in rows.chunks_exact_mut(w).zip(queries) {
+                let q = &self.rows[i * w..(i + 1) * w];
+                for ((x, q), s) in x.iter_mut().zip(q).zip(&sh.s) {
+                    *x = *q ^ (*x & *s);
+                }
             }
-        }
-        sh.ro
-            .hash_indexed(|k| self.first + queries[k].0 as u64, &rows, out);
-        rows.zeroize();
-        tmp.zeroize();
+            sh.ro
+                .hash_indexed(|k| self.first + queries[k].0 as u64, rows, out);
+            // Zeroised in place; the capacity stays for the thread's next batch.
+            rows.iter_mut().for_each(Zeroize::zeroize);
+            tmp.iter_mut().for_each(Zeroize::zeroize);
+        });
     }
+}
+
+thread_local! {
+    /// Per-thread buffers of [`KkrtSenderOutputs::evals`]: the inputs, the code's AES outputs
+    /// and the rows being hashed (at most [`BATCH`]·w blocks each, zeroised after each batch).
+    static EVAL_SCRATCH: std::cell::RefCell<(Vec<Block>, Vec<Block>, Vec<Block>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
 }
 
 impl<B: BaseOtReceiver> KkrtSender<B> {
@@ -316,6 +328,7 @@ impl<B: BaseOtReceiver> KkrtSender<B> {
             base,
             width,
             state: None,
+            spare: Vec::new(),
         })
     }
 
@@ -340,7 +353,7 @@ impl<B: BaseOtReceiver> KkrtSender<B> {
     /// instances, each exactly k·row_bytes bytes, else `Err(Malformed)`) and returns the keys.
     pub fn send<C: Channel + ?Sized>(&mut self, ch: &mut C, m: usize) -> Result<KkrtSenderOutputs> {
         let st = self.state.as_mut().ok_or_else(not_set_up)?;
-        let mut rows = Vec::new();
+        let mut rows = std::mem::take(&mut self.spare);
         let first = st.core.extend(ch, m, U_COLUMNS, &mut rows)?;
         Ok(KkrtSenderOutputs {
             rows,
@@ -349,6 +362,16 @@ impl<B: BaseOtReceiver> KkrtSender<B> {
             first,
             len: m,
         })
+    }
+
+    /// Hands a finished batch back: its keys are zeroised and its buffer serves the next
+    /// [`send`](Self::send), which then needs no fresh (page-faulting) allocation.
+    pub fn recycle(&mut self, mut outputs: KkrtSenderOutputs) {
+        let mut rows = std::mem::take(&mut outputs.rows);
+        rows.zeroize();
+        if rows.capacity() > self.spare.capacity() {
+            self.spare = rows;
+        }
     }
 }
 

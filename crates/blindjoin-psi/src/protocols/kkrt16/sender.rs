@@ -81,6 +81,7 @@ pub fn send<C: Channel + ?Sized>(
             let at = q.dest as usize * tag_len;
             tags[at..at + tag_len].copy_from_slice(&v.to_bytes()[..tag_len]);
         }
+        oprf.recycle(keys);
         opts.report("oprf", hi as u64, bins as u64);
     }
     let t = phases.lap("oprf", t);
