@@ -22,6 +22,7 @@
 //! hello ‖ hello; verdict ‖ verdict                 (handshake: n1, n2, κ, λ, η, k, ε, s, rules)
 //! R: Cuckoo-hash x into b = ⌈2(1+ε)·n1⌉ bins with h_0, h_1 (ε = 0.2) and a stash of s;
 //!    bin β holds (x, j) with h_j(x) = β, or nothing; stash slot k holds x, or nothing
+//! S: simple-hashes y with h_0, h_1 into the b bins (b follows from n1), meanwhile
 //! R → S: b, s, σ                                   (S checks each; a difference names it)
 //! κ' = 256 base OTs (CO15, R is the base-OT sender)  (2 flights)
 //! R → S: KK13 u columns for t random 1-out-of-256 OTs per "virtual bin" β ∈ [0, b+s) (the b
@@ -32,9 +33,10 @@
 //!    S's output w of OT (β, i); for stash slot k the 256 outputs of each of its OTs
 //! S → R: set 0 = {M_{h_0(y)}(D_0(y))}_y, set 1 = {M_{h_1(y)}(D_1(y))}_y   (n2 masks of ℓ2 bits
 //!    each, each set in its own random order); then for k < s, stash set k =
-//!    {M_{b+k}(D_2(y))}_y (n2 masks of ℓ1 bits, each in its own random order)
+//!    {M_{b+k}(D_2(y))}_y (n2 masks of ℓ1 bits; the s stash sets share one random order)
 //! R: x placed by j in bin β is in Y iff M_β(D_j(x)), which R computes from its own OT outputs,
-//!    is in set j; a stash item in slot k iff its mask is in stash set k
+//!    is in set j (R sorts its masks of each j and the set, then merges); a stash item in slot
+//!    k iff its mask is in stash set k
 //! ```
 //!
 //! **Parameters.**
@@ -70,7 +72,10 @@
 //! **Pipelining.** The receiver processes [`chunk_bins`] virtual bins per KK13 call (t·chunk ≤
 //! 2^16 OTs, one frame of u columns), computes its masks and drops the OT outputs; the sender
 //! evaluates each chunk as its frame arrives, so the two overlap and memory for the OTs stays
-//! bounded by one chunk. The sender's masks go out only after the last chunk: a set in random
+//! bounded by one chunk. The sender prepares each simple-hashing entry's OT inputs in bin order
+//! beforehand (one scatter pass), so the per-chunk work reads memory sequentially, and it hashes
+//! its KK13 outputs two at a time (`Kk13SenderOutputs::outputs`). The sender's masks go out only
+//! after the last chunk: a set in random
 //! order can only be sent once it is complete, and the sender sends nothing while the receiver
 //! may still be writing (so neither blocks the other on a full socket buffer).
 //!
@@ -97,7 +102,12 @@
 //!    (so a position says nothing about an item or its bin), and R compares an item placed by
 //!    h_j with set j only, which is what makes ℓ2 = λ + log2 n1 + log2 n2 sufficient.
 //! 4. *σ.* From the compared pairs rather than from all items (see Parameters).
-//! 5. The receiver sends b, s and σ after the handshake so that a disagreement is reported as a
+//! 5. *Stash order.* The s stash sets are sent in one random order (fresh per run, independent of
+//!    the bin sets' orders) rather than one order each: position p holds the s masks of one
+//!    item, which the receiver could simulate, since an item matches at most one stash slot
+//!    (stash items are distinct). One order costs one pass of random memory access instead of
+//!    s, about 0.5 s of the sender's time at n2 = 2^20.
+//! 6. The receiver sends b, s and σ after the handshake so that a disagreement is reported as a
 //!    parameter mismatch naming the field; the handshake itself carries the rules (η, k, ε, s,
 //!    the σ and mask-length formulas), since b and σ depend on both set sizes.
 //!
