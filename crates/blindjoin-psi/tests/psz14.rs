@@ -70,6 +70,9 @@ fn exact_indices() {
         // b = 96,000 bins: 11 KK13 calls of 8192 virtual bins, the stash in the last; two
         // frames per mask set.
         (40_000, 20_001, 12_345),
+        // More than 2^16 receiver items placed by h_0: that set is matched by sort-merge, the
+        // other by binary search.
+        (150_000, 3000, 1500),
     ];
     for (i, (a, b, k)) in cases.into_iter().enumerate() {
         check_exact(a, b, k, 200 + i as u64);

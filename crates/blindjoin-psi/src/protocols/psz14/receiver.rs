@@ -17,6 +17,10 @@ use rand::CryptoRng;
 use rayon::prelude::*;
 use std::time::Instant;
 
+/// Most own masks of one hash function for which the receiver looks the sender's masks up by
+/// binary search instead of sorting them (2^16 masks: 2 MiB, within the cache).
+const SEARCH_MAX: usize = 1 << 16;
+
 /// An occupied virtual bin: which item, and its domain-hash tweak (j for a bin, 2 for the stash).
 #[derive(Clone, Copy)]
 struct Occupant {
@@ -147,19 +151,30 @@ pub fn receive<C: Channel + ?Sized>(
     let t = phases.lap("ot", t);
 
     let mut found = vec![false; items.len()];
-    // Set j against the items placed by j: both sorted, then merged (sequential memory
-    // access; a hash table's random probes cost more at 2^20 items).
+    // Set j against the items placed by j. With many own items: both sorted, then merged
+    // (sequential memory access, where a hash table's random probes cost more at 2^20 items);
+    // with few, a binary search in our sorted masks per received mask, without storing the set.
     let mut theirs: Vec<u128> = Vec::new();
     for mine in &mut own {
         mine.sort_unstable_by_key(|&(tag, _)| tag);
+        let merge = mine.len() > SEARCH_MAX;
         theirs.clear();
         let mut reader = BulkReader::new(MSG_BIN_MASKS, p.bin_mask_len, n2);
         while let Some(frame) = reader.next_frame(ch)? {
-            theirs.extend(frame.chunks_exact(p.bin_mask_len).map(tag_from_bytes));
+            let tags = frame.chunks_exact(p.bin_mask_len).map(tag_from_bytes);
+            if merge {
+                theirs.extend(tags);
+            } else {
+                for tag in tags {
+                    if let Ok(k) = mine.binary_search_by_key(&tag, |&(t, _)| t) {
+                        found[mine[k].1 as usize] = true;
+                    }
+                }
+            }
         }
         theirs.sort_unstable();
         let mut k = 0;
-        for &(tag, i) in mine.iter() {
+        for &(tag, i) in mine.iter().filter(|_| merge) {
             while k < theirs.len() && theirs[k] < tag {
                 k += 1;
             }
