@@ -1,6 +1,6 @@
 //! The protocol registry: every protocol the CLI and the benchmarks can run.
 
-use crate::protocols::{ecdh, kkrt16, naive};
+use crate::protocols::{ecdh, kkrt16, naive, psz14};
 use crate::{ReceiverOutput, RunOptions, SenderOutput};
 use blindjoin_core::channel::Channel;
 use blindjoin_core::item::Item;
@@ -19,11 +19,19 @@ pub enum Protocol {
     Ecdh,
     /// KKRT16 OPRF PSI with 3-way Cuckoo hashing, semi-honest ([`kkrt16`]).
     Kkrt16,
+    /// PSZ14 OT-based set-inclusion PSI with Cuckoo hashing and a stash, semi-honest
+    /// ([`psz14`]).
+    Psz14,
 }
 
 impl Protocol {
     /// Every protocol, in the order the CLI lists them.
-    pub const ALL: &'static [Protocol] = &[Protocol::Kkrt16, Protocol::Ecdh, Protocol::Naive];
+    pub const ALL: &'static [Protocol] = &[
+        Protocol::Kkrt16,
+        Protocol::Psz14,
+        Protocol::Ecdh,
+        Protocol::Naive,
+    ];
 
     /// The protocol id (also the name on the command line).
     pub fn name(self) -> &'static str {
@@ -31,6 +39,7 @@ impl Protocol {
             Protocol::Naive => naive::NAME,
             Protocol::Ecdh => ecdh::NAME,
             Protocol::Kkrt16 => kkrt16::NAME,
+            Protocol::Psz14 => psz14::NAME,
         }
     }
 
@@ -46,6 +55,9 @@ impl Protocol {
             Protocol::Kkrt16 => {
                 "semi-honest, OT extension (CO15 base OTs, CDH) and a random-oracle hash; the sender learns only the receiver's set size"
             }
+            Protocol::Psz14 => {
+                "semi-honest, KK13 1-out-of-256 OT extension (CO15 base OTs, CDH) and random-oracle hashes; the sender learns only the receiver's set size"
+            }
         }
     }
 
@@ -55,6 +67,9 @@ impl Protocol {
             Protocol::Naive => "PSZ14 §1.1 (naive hashing)",
             Protocol::Ecdh => "PSZ14 §3, Tab. 5-7 \"DH-based ECC\" (Meadows86, HFH99)",
             Protocol::Kkrt16 => "KKRT16 §5 (batched OPRF PSI); CM20 §1.2",
+            Protocol::Psz14 => {
+                "PSZ14 §5-6, Tab. 4 \"Cuckoo Hashing\", Tab. 5-6 \"Set Inclusion §5 + Hashing §6\""
+            }
         }
     }
 
@@ -70,6 +85,9 @@ impl Protocol {
             // hello ‖ hello; verdict ‖ verdict; bins + base-OT S; base-OT R_i; u columns;
             // tags.
             Protocol::Kkrt16 => 6,
+            // hello ‖ hello; verdict ‖ verdict; table parameters + base-OT S; base-OT R_i;
+            // u columns; masks.
+            Protocol::Psz14 => 6,
         }
     }
 
@@ -90,6 +108,7 @@ impl Protocol {
             Protocol::Naive => naive::receive(ch, items, opts, rng),
             Protocol::Ecdh => ecdh::receive(ch, items, opts, rng),
             Protocol::Kkrt16 => kkrt16::receive(ch, items, opts, rng),
+            Protocol::Psz14 => psz14::receive(ch, items, opts, rng),
         }
     }
 
@@ -105,6 +124,7 @@ impl Protocol {
             Protocol::Naive => naive::send(ch, items, opts, rng),
             Protocol::Ecdh => ecdh::send(ch, items, opts, rng),
             Protocol::Kkrt16 => kkrt16::send(ch, items, opts, rng),
+            Protocol::Psz14 => psz14::send(ch, items, opts, rng),
         }
     }
 }

@@ -269,7 +269,7 @@ impl Kk13SenderOutputs {
     }
 
     /// Batch variant of [`output`](Self::output): `out[k] = output(queries[k].0, queries[k].1)`,
-    /// hashed in parallel. Checks every query before hashing; `Err(InvalidParam)` on a bad
+    /// hashed in parallel, two queries at a time with their SHA-NI streams interleaved. Checks every query before hashing; `Err(InvalidParam)` on a bad
     /// query or if `out.len() != queries.len()`.
     pub fn outputs(&self, queries: &[(usize, u32)], out: &mut [Block]) -> Result<()> {
         check_out_len(queries.len(), out.len())?;
@@ -280,11 +280,35 @@ impl Kk13SenderOutputs {
             .zip(queries.par_chunks(HASH_BATCH))
             .for_each(|(o, q)| {
                 let mut scratch = self.ro.scratch();
-                for (o, &(i, w)) in o.iter_mut().zip(q) {
+                // Two queries at a time, their SHA-NI streams interleaved.
+                let (pairs, rest) = o.as_chunks_mut::<2>();
+                for (o, q) in pairs.iter_mut().zip(q.chunks_exact(2)) {
+                    *o = self.output_pair_unchecked(&mut scratch, [q[0], q[1]]);
+                }
+                if let (Some(o), Some(&(i, w))) = (rest.first_mut(), q.get(2 * pairs.len())) {
                     *o = self.output_unchecked(&mut scratch, i, w);
                 }
             });
         Ok(())
+    }
+
+    fn output_pair_unchecked(&self, scratch: &mut RowScratch, q: [(usize, u32); 2]) -> [Block; 2] {
+        let nb = code_len(self.eta) / 128;
+        let mut rows = [[Block::ZERO; MAX_ETA_BLOCKS]; 2];
+        for (row, &(i, w)) in rows.iter_mut().zip(&q) {
+            let a = &self.rows[i * nb..(i + 1) * nb];
+            let b = &self.masks[w as usize * nb..(w as usize + 1) * nb];
+            for ((r, a), b) in row.iter_mut().zip(a).zip(b) {
+                *r = *a ^ *b;
+            }
+        }
+        let out = self.ro.hash_pair(
+            scratch,
+            [self.first + q[0].0 as u64, self.first + q[1].0 as u64],
+            [&rows[0][..nb], &rows[1][..nb]],
+        );
+        rows.zeroize();
+        out
     }
 }
 

@@ -3,5 +3,6 @@
 pub mod ecdh;
 pub mod kkrt16;
 pub mod naive;
+pub mod psz14;
 
 pub(crate) mod common;

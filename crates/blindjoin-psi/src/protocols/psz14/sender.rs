@@ -1,0 +1,227 @@
+//! The sender's side of `psz14` (see the module doc for the message flow).
+
+use super::{
+    HASHES, MSG_SETUP, NAME, PAR_BATCH, Params, STASH, STASH_TWEAK, Setup, bin_seed, block_of,
+    domain_aes, mask_aes, params, short_values, tccr_tweaked,
+};
+use crate::hashing::{BinHasher, HashedItems, SimpleTable};
+use crate::protocols::common::{CHUNK, validate_security};
+use crate::{Phases, RunOptions, SenderOutput};
+use blindjoin_core::aes::FixedKeyAes;
+use blindjoin_core::channel::{Channel, recv_msg, send_elements};
+use blindjoin_core::handshake::{Role, handshake};
+use blindjoin_core::item::Item;
+use blindjoin_core::{Block, Result};
+use blindjoin_ot::base::ChouOrlandiReceiver;
+use blindjoin_ot::ext::kk13::Kk13Sender;
+use rand::CryptoRng;
+use rand::seq::SliceRandom;
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// Messages per 1-out-of-256 OT.
+const N: usize = 1 << super::ETA;
+
+/// Bits of [`EntryInput::slot`] holding the position (the top bit is j).
+const SLOT_MASK: u32 = (1 << 31) - 1;
+
+/// What the OT evaluation needs of one simple-hashing entry (y, j): the short value D_j(y) and
+/// where its mask goes (position `perms[j][y]` of set j, with j in the top bit).
+#[derive(Clone, Copy, Default)]
+struct EntryInput {
+    short: u128,
+    slot: u32,
+}
+
+/// The inputs of every entry of `table`, in the table's order (bin by bin; within a bin item by
+/// item, then by j, as `SimpleTable` documents). Items are read in order and each entry's input
+/// is written to its place, one random write per entry instead of several random reads.
+fn entry_inputs(
+    table: &SimpleTable,
+    hashed: &HashedItems,
+    blocks: &[Block],
+    dom: &FixedKeyAes,
+    mask: u128,
+    perms: &[Vec<u32>; HASHES],
+) -> Vec<EntryInput> {
+    const B: usize = 1024;
+    let mut cursor: Vec<u32> = table.offsets()[..table.num_bins()].to_vec();
+    let mut entries = vec![EntryInput::default(); table.num_entries()];
+    let mut buf = [[Block::ZERO; B]; HASHES];
+    for (c, chunk) in blocks.chunks(B).enumerate() {
+        for (j, buf) in buf.iter_mut().enumerate() {
+            let buf = &mut buf[..chunk.len()];
+            buf.copy_from_slice(chunk);
+            tccr_tweaked(dom, buf, |_| j as u128);
+        }
+        for (k, y) in (c * B..c * B + chunk.len()).enumerate() {
+            for (j, &b) in hashed.bins(y).iter().enumerate() {
+                let e = &mut cursor[b as usize];
+                debug_assert_eq!(
+                    (
+                        table.entries()[*e as usize].item(),
+                        table.entries()[*e as usize].hash()
+                    ),
+                    (y as u32, j as u8)
+                );
+                entries[*e as usize] = EntryInput {
+                    short: buf[j][k].0 & mask,
+                    slot: perms[j][y] | ((j as u32) << 31),
+                };
+                *e += 1;
+            }
+        }
+    }
+    entries
+}
+
+/// A random permutation of `0..n` as positions: item `y` goes to `perm[y]`.
+fn permutation(n: usize, rng: &mut impl CryptoRng) -> Vec<u32> {
+    let mut p: Vec<u32> = (0..n as u32).collect();
+    p.shuffle(rng);
+    p
+}
+
+/// Runs the sender with `items` (distinct) on `ch`.
+///
+/// Errors: the handshake's; `ParamMismatch` naming `bins`, `stash` or `sigma` if the receiver's
+/// table parameters differ from ours; `InvalidParam` for sizes the parameters cannot serve;
+/// `Malformed`, `FrameTooLong` or `PeerClosed` when the receiver's messages are not what the
+/// agreed sizes imply.
+pub fn send<C: Channel + ?Sized>(
+    ch: &mut C,
+    items: &[Item],
+    opts: &RunOptions,
+    rng: &mut impl CryptoRng,
+) -> Result<SenderOutput> {
+    validate_security(opts, NAME)?;
+    let start = Instant::now();
+    let mut phases = Phases::default();
+    let cfg = opts.session_config(NAME, Role::Sender, items.len(), params());
+    let session = handshake(ch, &cfg, rng)?;
+    let t = phases.lap("handshake", start);
+
+    let (n1, n2) = (session.receiver_size, items.len() as u64);
+    let p = Params::new(session.lambda, n1, n2)?;
+    let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
+    let hashed = BinHasher::new(bin_seed(&session), HASHES, p.bins)?.hash_items(&blocks)?;
+    let table = SimpleTable::from_hashed(&hashed);
+    let dom = domain_aes(&session);
+    let mask = p.short_mask();
+    // Each set j goes out in its own random order: item y's mask at position perms[j][y].
+    let perms: [Vec<u32>; HASHES] = [permutation(items.len(), rng), permutation(items.len(), rng)];
+    let entries = entry_inputs(&table, &hashed, &blocks, &dom, mask, &perms);
+    drop(hashed);
+    // The table parameters arrive while we hash (the receiver builds its Cuckoo table first).
+    let setup: Setup = recv_msg(ch, MSG_SETUP, 32)?;
+    setup.check(&Setup::of(&p))?;
+    let t = phases.lap("hash", t);
+
+    let mut kk = Kk13Sender::new(ChouOrlandiReceiver::default(), super::ETA)?;
+    kk.setup(ch, &session.id, rng)?;
+    let t = phases.lap("base OT", t);
+
+    let (tb, l2) = (p.blocks, p.bin_mask_len);
+    let hmask = mask_aes(&session);
+    let mut sets = [vec![0u8; items.len() * l2], vec![0u8; items.len() * l2]];
+    // All 256 outputs of each stash OT: stash_out[(k·t + i)·N + w].
+    let mut stash_out = vec![Block::ZERO; STASH * tb * N];
+    let total = p.virtual_bins();
+    let offsets = table.offsets();
+    let (mut queries, mut tweaks, mut out, mut sums) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut lo = 0usize;
+    while lo < total {
+        let hi = (lo + p.chunk).min(total);
+        let ots = kk.send_random(ch, (hi - lo) * tb)?;
+        queries.clear();
+        tweaks.clear();
+        let bins_hi = hi.min(p.bins);
+        let here = if lo < bins_hi {
+            &entries[offsets[lo] as usize..offsets[bins_hi] as usize]
+        } else {
+            &entries[..0]
+        };
+        let mut e = offsets[lo.min(p.bins)] as usize;
+        for b in lo..bins_hi {
+            let end = offsets[b + 1] as usize;
+            for en in &entries[e..end] {
+                let short = Block(en.short);
+                queries.extend((0..tb).map(|i| ((b - lo) * tb + i, block_of(short, i))));
+                tweaks.push(b as u32);
+            }
+            e = end;
+        }
+        let bin_queries = queries.len();
+        for vb in lo.max(p.bins)..hi {
+            for i in 0..tb {
+                queries.extend((0..N as u32).map(|w| ((vb - lo) * tb + i, w)));
+            }
+        }
+        out.resize(queries.len(), Block::ZERO);
+        ots.outputs(&queries, &mut out)?;
+        drop(ots);
+        // Bin masks: H(β, ⊕_i r_{β,i}(D_j(y)_i)), truncated to ℓ2 bytes, at their positions.
+        sums.clear();
+        sums.resize(here.len(), Block::ZERO);
+        sums.par_chunks_mut(PAR_BATCH)
+            .zip(out[..bin_queries].par_chunks(PAR_BATCH * tb))
+            .zip(tweaks.par_chunks(PAR_BATCH))
+            .for_each(|((s, o), tw)| {
+                for (v, r) in s.iter_mut().zip(o.chunks_exact(tb)) {
+                    *v = r.iter().fold(Block::ZERO, |a, b| a ^ *b);
+                }
+                tccr_tweaked(&hmask, s, |k| u128::from(tw[k]));
+            });
+        for (en, v) in here.iter().zip(&sums) {
+            let (j, pos) = ((en.slot >> 31) as usize, (en.slot & SLOT_MASK) as usize);
+            sets[j][pos * l2..(pos + 1) * l2].copy_from_slice(&v.to_bytes()[..l2]);
+        }
+        let first_stash = lo.max(p.bins) - p.bins;
+        let stash_here = &out[bin_queries..];
+        stash_out[first_stash * tb * N..first_stash * tb * N + stash_here.len()]
+            .copy_from_slice(stash_here);
+        opts.report("ot", hi as u64, total as u64);
+        lo = hi;
+    }
+    drop(out);
+    drop(entries);
+    let t = phases.lap("ot", t);
+
+    for set in &sets {
+        send_elements(ch, set, l2, CHUNK)?;
+    }
+    drop(sets);
+    // The stash sets: the masks of all items under each slot's OTs, in one random order shared
+    // by the s sets (an item matches at most one stash slot, so the shared order links nothing
+    // the receiver could not simulate), a frame at a time.
+    let l1 = p.stash_mask_len;
+    let order = permutation(items.len(), rng);
+    let mut short2: Vec<Block> = vec![Block::ZERO; items.len()];
+    for (&pos, x) in order.iter().zip(&blocks) {
+        short2[pos as usize] = *x;
+    }
+    drop(blocks);
+    let short2 = short_values(&dom, STASH_TWEAK, &short2, mask);
+    let mut frame = Vec::with_capacity(CHUNK * l1);
+    for k in 0..STASH {
+        let tables = &stash_out[k * tb * N..(k + 1) * tb * N];
+        let tweak = u128::from((p.bins + k) as u64);
+        for part in short2.chunks(CHUNK) {
+            sums.clear();
+            sums.extend(part.iter().map(|&short| {
+                (0..tb).fold(Block::ZERO, |a, i| {
+                    a ^ tables[i * N + block_of(short, i) as usize]
+                })
+            }));
+            tccr_tweaked(&hmask, &mut sums, |_| tweak);
+            frame.clear();
+            for v in &sums {
+                frame.extend_from_slice(&v.to_bytes()[..l1]);
+            }
+            ch.send(&frame)?;
+        }
+    }
+    phases.lap("send", t);
+    Ok(SenderOutput { session, phases })
+}

@@ -1,0 +1,450 @@
+//! `psz14` end to end over an in-memory channel: exact indices against a `HashSet` oracle on
+//! independently shuffled, balanced and unbalanced sets; a full stash and overloaded sender bins
+//! built for a known session; the metered bytes against the cost formula; parameter mismatches
+//! naming the field; tampered and truncated frames from either side.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use blindjoin_core::channel::metered::{Metered, Traffic};
+use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
+use blindjoin_core::item::{Item, items_from_records};
+use blindjoin_core::{Block, Error, Result};
+use blindjoin_psi::hashing::{BinHasher, CuckooParams, CuckooTable, SimpleTable, max_bin_size};
+use blindjoin_psi::params::{ceil_log2, tag_bytes};
+use blindjoin_psi::protocols::psz14::{
+    STASH, bin_seed, chunk_bins, ot_blocks, sigma_bits, stash_mask_bits,
+};
+use blindjoin_psi::{Protocol, ReceiverOutput, RunOptions, SenderOutput};
+use blindjoin_testkit::{Attack, Tamper, oracle, rng, run_two_party, sets_with_overlap};
+use rand::Rng;
+use std::collections::HashSet;
+
+const P: Protocol = Protocol::Psz14;
+
+type Outcome = (Result<ReceiverOutput>, Result<SenderOutput>);
+
+fn run(recv: &[Item], send: &[Item]) -> Outcome {
+    let o = RunOptions::default();
+    run_two_party(
+        |ch| P.receive(ch, recv, &o, &mut rng(1)),
+        |ch| P.send(ch, send, &o, &mut rng(2)),
+    )
+}
+
+fn item_oracle(recv: &[Item], send: &[Item]) -> Vec<usize> {
+    let s: HashSet<[u8; 16]> = send.iter().map(|x| x.0).collect();
+    (0..recv.len())
+        .filter(|&i| s.contains(&recv[i].0))
+        .collect()
+}
+
+fn check_exact(n_recv: usize, n_send: usize, overlap: usize, seed: u64) {
+    let (r, s) = sets_with_overlap(n_recv, n_send, overlap, seed);
+    let expected = oracle(&r, &s);
+    assert_eq!(expected.len(), overlap);
+    let (ri, si) = (items_from_records(&r), items_from_records(&s));
+    let (ro, so) = run(&ri, &si);
+    let ro = ro.unwrap_or_else(|e| panic!("receiver {n_recv}x{n_send}: {e}"));
+    let so = so.unwrap_or_else(|e| panic!("sender {n_recv}x{n_send}: {e}"));
+    assert_eq!(ro.indices, expected, "{n_recv}x{n_send} overlap {overlap}");
+    assert_eq!(ro.session.id, so.session.id);
+    assert_eq!(so.session.receiver_size, n_recv as u64);
+    assert_eq!(ro.session.sender_size, n_send as u64);
+}
+
+#[test]
+fn exact_indices() {
+    let cases = [
+        (0, 0, 0),
+        (0, 5, 0),
+        (5, 0, 0),
+        (1, 1, 1),
+        (1, 1, 0),
+        (2, 2, 1),
+        (2, 2, 2),
+        (10, 10, 3),
+        (10, 10, 10),
+        (1025, 1025, 500),
+        (1025, 1025, 0),
+        (10, 1000, 7),
+        (1000, 10, 7),
+        // b = 96,000 bins: 11 KK13 calls of 8192 virtual bins, the stash in the last; two
+        // frames per mask set.
+        (40_000, 20_001, 12_345),
+        // More than 2^16 receiver items placed by h_0: that set is matched by sort-merge, the
+        // other by binary search.
+        (150_000, 3000, 1500),
+    ];
+    for (i, (a, b, k)) in cases.into_iter().enumerate() {
+        check_exact(a, b, k, 200 + i as u64);
+    }
+}
+
+fn random_items(n: usize, seed: u64) -> Vec<Item> {
+    let mut r = rng(seed);
+    (0..n).map(|_| Item(r.random())).collect()
+}
+
+/// The bin hash functions of the session that `rng(1)`/`rng(2)` produce for these set sizes:
+/// the handshake nonces come from those generators, and the session id hashes both hellos
+/// (sizes, parameters, nonces), not the items. So a first run with any sets of the same sizes
+/// reveals the id, and a second run with chosen items gets the same session.
+fn session_hasher(n_recv: usize, n_send: usize) -> (BinHasher, Block, [u8; 32]) {
+    let (ro, _) = run(&random_items(n_recv, 90), &random_items(n_send, 91));
+    let session = ro.unwrap().session;
+    let seed = bin_seed(&session);
+    let bins = CuckooParams::psz(n_recv).unwrap().num_bins();
+    (BinHasher::new(seed, 2, bins).unwrap(), seed, session.id)
+}
+
+/// `count` random items whose two bins satisfy `keep`.
+fn items_in_bins(
+    h: &BinHasher,
+    count: usize,
+    seed: u64,
+    keep: impl Fn(u32, u32) -> bool,
+) -> Vec<Item> {
+    let mut r = rng(seed);
+    let mut out = Vec::new();
+    while out.len() < count {
+        let x: [u8; 16] = r.random();
+        let b = h.bins(Block::from_bytes(x));
+        if keep(b[0], b[1]) {
+            out.push(Item(x));
+        }
+    }
+    out
+}
+
+fn blocks(items: &[Item]) -> Vec<Block> {
+    items.iter().map(|x| Block::from_bytes(x.0)).collect()
+}
+
+#[test]
+fn full_stash_and_overloaded_sender_bins() {
+    // n1 = 7 → b = 17 bins. Six receiver items live only in bins {0, 1}: two fit, four fill the
+    // stash. The seventh lives elsewhere.
+    let (n1, n2) = (7, 60);
+    let (h, seed, id) = session_hasher(n1, n2);
+    assert_eq!(h.num_bins(), 17);
+    let crowded = items_in_bins(&h, 6 + 30, 5, |a, b| a < 2 && b < 2);
+    let elsewhere = items_in_bins(&h, 1 + 10, 6, |a, b| a >= 2 && b >= 2);
+    // Sender items whose two hash functions name one bin (entries (y, 0) and (y, 1) there).
+    let doubled = items_in_bins(&h, 4, 7, |a, b| a == b && a >= 2);
+    let mut recv: Vec<Item> = crowded[..6].to_vec();
+    recv.push(elsewhere[0]);
+    recv.swap(0, 6);
+    let table = CuckooTable::build(&CuckooParams::psz(n1).unwrap(), seed, &blocks(&recv)).unwrap();
+    let stashed: Vec<usize> = table.stash().iter().map(|&i| i as usize).collect();
+    assert_eq!(stashed.len(), STASH, "the stash must be full");
+    let in_bins: Vec<usize> = (0..n1).filter(|i| !stashed.contains(i)).collect();
+    assert_eq!(in_bins.len(), 3);
+    // The sender holds two stashed receiver items, one crowded item in a bin, the receiver's
+    // seventh item, 30 more items crowding bins 0 and 1, the doubled items and fillers.
+    let mut send: Vec<Item> = vec![recv[stashed[0]], recv[stashed[3]], recv[0]];
+    send.extend(
+        in_bins
+            .iter()
+            .filter(|&&i| i != 0)
+            .take(1)
+            .map(|&i| recv[i]),
+    );
+    send.extend_from_slice(&crowded[6..]);
+    send.extend_from_slice(&doubled);
+    send.extend_from_slice(&elsewhere[1..]);
+    send.extend(random_items(n2 - send.len(), 8));
+    assert_eq!(send.len(), n2);
+    send.swap(0, 40);
+    send.swap(2, 33);
+
+    // The sender's bins 0 and 1 hold far more than a padded PSZ bin would (the maximum bin size
+    // for 2·n2 balls in 17 bins at λ = 40): no padding is involved, so nothing fails.
+    let simple = SimpleTable::build(&h, &blocks(&send)).unwrap();
+    let bound = max_bin_size(2 * n2 as u64, 17, 40).unwrap();
+    assert!(
+        simple.max_load() > bound,
+        "{} vs {bound}",
+        simple.max_load()
+    );
+
+    let (ro, so) = run(&recv, &send);
+    let ro = ro.unwrap();
+    so.unwrap();
+    assert_eq!(ro.session.id, id, "the second run must reuse the session");
+    let expected = item_oracle(&recv, &send);
+    assert_eq!(expected.len(), 4);
+    assert_eq!(ro.indices, expected);
+
+    // The same sets with every crowded item on the receiver's side in the intersection.
+    let mut send2: Vec<Item> = recv.clone();
+    send2.extend_from_slice(&crowded[6..]);
+    send2.extend_from_slice(&doubled);
+    send2.extend(random_items(n2 - send2.len(), 9));
+    send2.swap(1, 45);
+    send2.swap(5, 20);
+    let (ro, so) = run(&recv, &send2);
+    so.unwrap();
+    let ro = ro.unwrap();
+    assert_eq!(ro.session.id, id);
+    assert_eq!(ro.indices, (0..n1).collect::<Vec<_>>());
+}
+
+fn metered(recv: &[Item], send: &[Item]) -> (Traffic, Traffic) {
+    let o = RunOptions::default();
+    run_two_party(
+        |ch| {
+            let mut m = Metered::new(ch);
+            P.receive(&mut m, recv, &o, &mut rng(1)).unwrap();
+            m.traffic()
+        },
+        |ch| {
+            let mut m = Metered::new(ch);
+            P.send(&mut m, send, &o, &mut rng(2)).unwrap();
+            m.traffic()
+        },
+    )
+}
+
+fn varint_len(v: u64) -> u64 {
+    u64::from((64 - v.max(1).leading_zeros()).div_ceil(7))
+}
+
+/// Bytes of `count` elements of `len` bytes sent as frames of at most 2^14 elements.
+fn bulk(count: u64, len: u64) -> u64 {
+    count * len + 4 * count.div_ceil(1 << 14)
+}
+
+/// (receiver, sender) bytes after the handshake, at λ = 40.
+fn formula(n1: usize, n2: usize) -> (u64, u64) {
+    let bins = CuckooParams::psz(n1).unwrap().num_bins() as u64;
+    let sigma = sigma_bits(40, n2 as u64, STASH);
+    let t = ot_blocks(sigma) as u64;
+    let chunk = chunk_bins(t as usize) as u64;
+    let virtual_bins = bins + STASH as u64;
+    // One frame of κ' = 256 u columns per chunk, each ⌈c·t/128⌉·16 bytes long.
+    let mut u = 0;
+    let mut lo = 0;
+    while lo < virtual_bins {
+        let c = chunk.min(virtual_bins - lo);
+        u += 256 * (c * t).div_ceil(128) * 16 + 4;
+        lo += c;
+    }
+    let setup = varint_len(bins) + varint_len(STASH as u64) + varint_len(u64::from(sigma)) + 4;
+    let receiver = setup + (32 + 4) + u;
+    let l2 = tag_bytes(40, n1 as u64, n2 as u64) as u64;
+    let l1 = u64::from(stash_mask_bits(40, n2 as u64).div_ceil(8));
+    let sender = (256 * 32 + 4) + 2 * bulk(n2 as u64, l2) + STASH as u64 * bulk(n2 as u64, l1);
+    (receiver, sender)
+}
+
+#[test]
+fn metered_bytes_match_the_formula() {
+    for (n1, n2) in [(300, 500), (20_000, 30_001), (10, 1000)] {
+        let (r, s) = sets_with_overlap(n1, n2, 7, 9);
+        let (ri, si) = (items_from_records(&r), items_from_records(&s));
+        let (rt, st) = metered(&ri, &si);
+        assert_eq!(rt.bytes_sent, st.bytes_received);
+        assert_eq!(st.bytes_sent, rt.bytes_received);
+        let (fr, fs) = formula(n1, n2);
+        // The rest is the hello and the verdict; the hellos differ only in the set size varint.
+        let hello = rt.bytes_sent - fr;
+        assert!(
+            hello < 400,
+            "{n1}x{n2}: hello and verdict are {hello} bytes"
+        );
+        let hello_s = hello + varint_len(n2 as u64) - varint_len(n1 as u64);
+        assert_eq!(st.bytes_sent, hello_s + fs, "{n1}x{n2}");
+
+        // Against PSZ Tab. 4's Cuckoo row, (2(1+ε)·n1 + s)·t OTs of 2κ bits plus s·n2·ℓ1 +
+        // 2·n2·ℓ2 bits of masks, at our t and exact (unrounded) ℓ1, ℓ2: only the byte rounding
+        // of the masks, the last chunk's padding row block, framing and the base OTs differ.
+        let t = ot_blocks(sigma_bits(40, n2 as u64, STASH)) as f64;
+        let l1 = f64::from(stash_mask_bits(40, n2 as u64));
+        let l2 = f64::from(40 + ceil_log2((n1 * n2) as u128));
+        let tab4 = (2.4 * n1 as f64 + STASH as f64) * t * 256.0
+            + STASH as f64 * n2 as f64 * l1
+            + 2.0 * n2 as f64 * l2;
+        let ours = 8.0 * (fr + fs) as f64;
+        let ratio = ours / tab4;
+        println!(
+            "{n1}x{n2}: {} bytes, {ratio:.4} of Tab. 4's formula",
+            fr + fs
+        );
+        if n1 >= 10_000 {
+            assert!((1.0..1.03).contains(&ratio), "{n1}x{n2}: {ratio}");
+        }
+    }
+}
+
+fn field_of(e: &Error) -> Option<&str> {
+    match e {
+        Error::ParamMismatch { field, .. } => Some(field),
+        _ => None,
+    }
+}
+
+fn small_sets() -> (Vec<Item>, Vec<Item>, Vec<usize>) {
+    let (r, s) = sets_with_overlap(50, 60, 20, 7);
+    let expected = oracle(&r, &s);
+    (items_from_records(&r), items_from_records(&s), expected)
+}
+
+fn attack_sender(frame: usize, attack: Attack) -> (Outcome, Vec<usize>) {
+    let (r, s, expected) = small_sets();
+    let o = RunOptions::default();
+    let out = run_two_party(
+        |ch| P.receive(ch, &r, &o, &mut rng(1)),
+        |ch| {
+            let mut t = Tamper::new(ch, frame, attack);
+            P.send(&mut t, &s, &o, &mut rng(2))
+        },
+    );
+    (out, expected)
+}
+
+fn attack_receiver(frame: usize, attack: Attack) -> (Outcome, Vec<usize>) {
+    let (r, s, expected) = small_sets();
+    let o = RunOptions::default();
+    let out = run_two_party(
+        |ch| {
+            let mut t = Tamper::new(ch, frame, attack);
+            P.receive(&mut t, &r, &o, &mut rng(1))
+        },
+        |ch| P.send(ch, &s, &o, &mut rng(2)),
+    );
+    (out, expected)
+}
+
+fn assert_malformed(e: &Error) {
+    assert!(
+        matches!(e, Error::Malformed { .. } | Error::FrameTooLong { .. }),
+        "expected a malformed-message error, got: {e}"
+    );
+}
+
+/// A semi-honest run cannot detect a flipped bit, but it must finish with a subset of the
+/// true result (a wrong mask can only lose a match, except with probability 2^-λ).
+fn assert_subset(got: &[usize], expected: &[usize], lost: usize) {
+    assert!(got.iter().all(|i| expected.contains(i)), "{got:?}");
+    assert!(got.len() + lost >= expected.len(), "{got:?}");
+}
+
+#[test]
+fn setup_mismatch_names_the_field() {
+    // The receiver's frame 2 is (bins, stash, sigma) as postcard varints of one byte each here
+    // (b = 120, s = 4, σ = 40 + ⌈log2(6·60)⌉ = 49): flip each.
+    for (byte, field) in [(0, "bins"), (1, "stash"), (2, "sigma")] {
+        let ((ro, so), _) = attack_receiver(2, Attack::FlipBit(byte));
+        let e = so.unwrap_err();
+        assert_eq!(field_of(&e), Some(field), "{e}");
+        assert!(ro.is_err());
+    }
+}
+
+/// Rewrites the first occurrence of `from` in the first frame sent (the hello).
+struct Rewrite<C> {
+    inner: C,
+    from: &'static [u8],
+    to: &'static [u8],
+    first: bool,
+}
+
+impl<C: Channel> FrameSender for Rewrite<C> {
+    fn send(&mut self, frame: &[u8]) -> Result<()> {
+        if std::mem::take(&mut self.first) {
+            let at = frame
+                .windows(self.from.len())
+                .position(|w| w == self.from)
+                .expect("pattern in the hello");
+            let mut f = frame.to_vec();
+            f[at..at + self.to.len()].copy_from_slice(self.to);
+            return self.inner.send(&f);
+        }
+        self.inner.send(frame)
+    }
+
+    fn close(&mut self) {
+        self.inner.close();
+    }
+}
+
+impl<C: Channel> FrameReceiver for Rewrite<C> {
+    fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
+        self.inner.recv(what, max_len)
+    }
+}
+
+impl<C: Channel> Channel for Rewrite<C> {
+    fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
+        self.inner.split()
+    }
+}
+
+#[test]
+fn handshake_parameter_mismatch_names_the_field() {
+    let (r, s, _) = small_sets();
+    let o = RunOptions::default();
+    // Postcard strings are length-prefixed: "eta" then "8"; "stash" then "4".
+    for (from, to, field) in [
+        (&b"\x03eta\x018"[..], &b"\x03eta\x019"[..], "eta"),
+        (&b"\x05stash\x014"[..], &b"\x05stash\x015"[..], "stash"),
+    ] {
+        let (ro, so) = run_two_party(
+            |ch| {
+                let mut w = Rewrite {
+                    inner: ch,
+                    from,
+                    to,
+                    first: true,
+                };
+                P.receive(&mut w, &r, &o, &mut rng(1))
+            },
+            |ch| P.send(ch, &s, &o, &mut rng(2)),
+        );
+        // The sender sees the altered hello and names the field; the receiver, whose own
+        // checks pass, learns it from the sender's verdict.
+        assert_eq!(field_of(&so.unwrap_err()), Some(field));
+        let e = ro.unwrap_err();
+        assert!(
+            matches!(e, Error::PeerRefused(_)) && e.to_string().contains(field),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn tampered_masks_give_a_subset_and_bad_frames_are_refused() {
+    // Sender frames: 0 hello, 1 verdict, 2 base OTs, 3 and 4 the two bin-mask sets (60 masks
+    // each, one frame), 5..=8 the four stash-mask sets.
+    for frame in [3, 4, 5, 8] {
+        for at in [0, 17, 200] {
+            let ((ro, so), expected) = attack_sender(frame, Attack::FlipBit(at));
+            so.unwrap();
+            assert_subset(&ro.unwrap().indices, &expected, 1);
+        }
+        let ((ro, _), _) = attack_sender(frame, Attack::Truncate(3));
+        assert_malformed(&ro.unwrap_err());
+        let ((ro, _), _) = attack_sender(frame, Attack::Extend(vec![0; 16 * 10]));
+        assert_malformed(&ro.unwrap_err());
+    }
+    let ((ro, so), _) = attack_sender(6, Attack::HangUp);
+    assert!(matches!(ro.unwrap_err(), Error::PeerClosed { .. }));
+    assert!(so.is_err());
+}
+
+#[test]
+fn tampered_ot_columns_give_a_subset_and_bad_frames_are_refused() {
+    // Receiver frames: 0 hello, 1 verdict, 2 table parameters, 3 base OT, 4 the u columns. A
+    // flipped bit changes OT rows the sender cannot check (semi-honest).
+    for at in [3, 5000, 40_000] {
+        let ((ro, so), expected) = attack_receiver(4, Attack::FlipBit(at));
+        so.unwrap();
+        assert_subset(&ro.unwrap().indices, &expected, 2);
+    }
+    let ((ro, so), _) = attack_receiver(4, Attack::Truncate(100));
+    assert_malformed(&so.unwrap_err());
+    assert!(ro.is_err());
+    let ((_, so), _) = attack_receiver(4, Attack::Extend(vec![1; 16]));
+    assert_malformed(&so.unwrap_err());
+    let ((_, so), _) = attack_receiver(2, Attack::Replace(vec![0xff; 40]));
+    assert!(so.is_err());
+}
