@@ -104,6 +104,20 @@ impl TagTable {
         self.slots[i] = TagSlot { lo, hi, value };
     }
 
+    /// Inserts every `(tag, value)` of `entries` as [`insert`](Self::insert) does, with the
+    /// slots of the next insertions prefetched.
+    pub(crate) fn insert_all(&mut self, entries: &[(u128, u32)]) {
+        for &(tag, _) in entries.iter().take(Self::AHEAD) {
+            self.prefetch(tag);
+        }
+        for (k, &(tag, value)) in entries.iter().enumerate() {
+            if let Some(&(next, _)) = entries.get(k + Self::AHEAD) {
+                self.prefetch(next);
+            }
+            self.insert(tag, value);
+        }
+    }
+
     /// Asks the CPU to load the slot where a lookup of `tag` starts.
     #[inline]
     pub(crate) fn prefetch(&self, tag: u128) {
@@ -291,9 +305,8 @@ mod tests {
         let n = 1000u32;
         let key = |i: u32| u128::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835);
         let mut t = TagTable::with_capacity(n as usize);
-        for i in 0..n {
-            t.insert(key(i), i);
-        }
+        let entries: Vec<(u128, u32)> = (0..n).map(|i| (key(i), i)).collect();
+        t.insert_all(&entries);
         for i in 0..n {
             assert_eq!(t.find(key(i), |v| key(v) == key(i)), Some(i));
             assert_eq!(t.find(key(i + n), |v| key(v) == key(i + n)), None);

@@ -59,23 +59,25 @@ pub fn receive<C: Channel + ?Sized>(
     // Own tags, one table per hash function: tag → item. Tags longer than the table's 96 bits
     // are confirmed against the item's whole tag.
     let mask = tag_mask(tag_len);
-    let mut per_hash = [0usize; HASHES];
-    for e in table.iter().flatten() {
-        per_hash[usize::from(e.hash)] += 1;
-    }
-    let mut own: Vec<TagTable> = per_hash
-        .iter()
-        .map(|&c| TagTable::with_capacity(c))
-        .collect();
+    let mut per_hash: [Vec<(u128, u32)>; HASHES] = Default::default();
     let mut full = vec![0u128; if tag_len > 12 { items.len() } else { 0 }];
     for (e, out) in table.iter().zip(&outputs) {
         if let Some(e) = e {
-            own[usize::from(e.hash)].insert(out.0 & mask, e.item);
+            per_hash[usize::from(e.hash)].push((out.0 & mask, e.item));
             if let Some(f) = full.get_mut(e.item as usize) {
                 *f = out.0 & mask;
             }
         }
     }
+    let own: Vec<TagTable> = per_hash
+        .iter()
+        .map(|entries| {
+            let mut t = TagTable::with_capacity(entries.len());
+            t.insert_all(entries);
+            t
+        })
+        .collect();
+    drop(per_hash);
     drop(outputs);
     let mut found = vec![false; items.len()];
     for set in &own {
