@@ -18,6 +18,25 @@ pub(crate) fn tag_from_bytes(bytes: &[u8]) -> u128 {
     u128::from_le_bytes(b)
 }
 
+/// Writes the low `dst.len()` (at most 16) bytes of `tag`, little-endian, into `dst`.
+///
+/// Lengths from 4 bytes on are written as two overlapping fixed-size copies, which compile to
+/// plain moves, where a variable-length `copy_from_slice` would call `memcpy` for every tag.
+#[inline]
+pub(crate) fn put_tag(dst: &mut [u8], tag: u128) {
+    let b = tag.to_le_bytes();
+    let n = dst.len().min(16);
+    if n >= 8 {
+        dst[..8].copy_from_slice(&b[..8]);
+        dst[n - 8..n].copy_from_slice(&b[n - 8..n]);
+    } else if n >= 4 {
+        dst[..4].copy_from_slice(&b[..4]);
+        dst[n - 4..n].copy_from_slice(&b[n - 4..n]);
+    } else {
+        dst[..n].copy_from_slice(&b[..n]);
+    }
+}
+
 /// The mask that keeps the low `len` bytes of a `u128`: a block's tag of `len` bytes is
 /// `block.0 & tag_mask(len)` (blocks encode little-endian, as [`tag_from_bytes`] reads).
 pub(crate) fn tag_mask(len: usize) -> u128 {
@@ -297,6 +316,18 @@ mod tests {
         assert_eq!(match_tags(&own, 2, &peer), vec![0, 2, 3]);
         assert!(check_tag_len(16).is_ok());
         assert!(check_tag_len(17).is_err());
+    }
+
+    #[test]
+    fn put_tag_writes_exactly_the_low_bytes() {
+        let tag = 0x0f0e_0d0c_0b0a_0908_0706_0504_0302_0100u128;
+        for len in 0..=16 {
+            let mut dst = vec![0xaau8; len + 2];
+            put_tag(&mut dst[1..=len], tag);
+            assert_eq!(dst[0], 0xaa);
+            assert_eq!(dst[len + 1], 0xaa);
+            assert_eq!(&dst[1..=len], &tag.to_le_bytes()[..len], "len {len}");
+        }
     }
 
     #[test]

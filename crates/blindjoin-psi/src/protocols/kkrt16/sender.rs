@@ -3,7 +3,7 @@
 use super::{BIN_CHUNK, HASHES, MSG_SETUP, NAME, Setup, code_width, hash_seed, oprf_input, params};
 use crate::hashing::{BinHasher, CuckooParams, HashedItems};
 use crate::params::tag_bytes;
-use crate::protocols::common::{CHUNK, check_tag_len, validate_security};
+use crate::protocols::common::{CHUNK, check_tag_len, put_tag, validate_security};
 use crate::{Phases, RunOptions, SenderOutput};
 use blindjoin_core::channel::{Channel, recv_msg, send_elements};
 use blindjoin_core::handshake::{Role, handshake};
@@ -68,10 +68,15 @@ pub fn send<C: Channel + ?Sized>(
 
     // Set j's tags at [j·n2, (j+1)·n2) of one buffer.
     let mut tags = vec![0u8; HASHES * items.len() * tag_len];
-    let (mut batch, mut out) = (Vec::new(), Vec::new());
+    let (mut batch, mut out, mut sorted, mut counts) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (c, chunk) in queries.iter().enumerate() {
         let lo = c * BIN_CHUNK;
         let hi = (lo + BIN_CHUNK).min(bins);
+        // In bin order, so that the evaluations read the chunk's OPRF rows sequentially
+        // (before the chunk's columns arrive, while the receiver computes them).
+        sort_by_bin(chunk, hi - lo, &mut counts, &mut sorted);
+        let chunk = &sorted;
         let keys = oprf.send(ch, hi - lo)?;
         batch.clear();
         batch.extend(chunk.iter().map(|q| (q.bin as usize, q.input)));
@@ -79,7 +84,7 @@ pub fn send<C: Channel + ?Sized>(
         keys.evals(&batch, &mut out)?;
         for (q, v) in chunk.iter().zip(&out) {
             let at = q.dest as usize * tag_len;
-            tags[at..at + tag_len].copy_from_slice(&v.to_bytes()[..tag_len]);
+            put_tag(&mut tags[at..at + tag_len], v.0);
         }
         oprf.recycle(keys);
         opts.report("oprf", hi as u64, bins as u64);
@@ -95,6 +100,7 @@ pub fn send<C: Channel + ?Sized>(
 
 /// One OPRF evaluation of the sender: `input` = y ⊕ j at bin `bin` (relative to its chunk),
 /// its tag going to position `dest` of the concatenated tag sets.
+#[derive(Clone, Copy)]
 struct Query {
     input: Block,
     bin: u32,
@@ -132,4 +138,30 @@ fn bucket_queries(
         }
     }
     buckets
+}
+
+/// `chunk` (bins below `bins`) in bin order, by a counting sort into `out`.
+fn sort_by_bin(chunk: &[Query], bins: usize, counts: &mut Vec<u32>, out: &mut Vec<Query>) {
+    counts.clear();
+    counts.resize(bins + 1, 0);
+    for q in chunk {
+        counts[q.bin as usize + 1] += 1;
+    }
+    for b in 0..bins {
+        counts[b + 1] += counts[b];
+    }
+    out.clear();
+    out.resize(
+        chunk.len(),
+        Query {
+            input: Block::ZERO,
+            bin: 0,
+            dest: 0,
+        },
+    );
+    for q in chunk {
+        let c = &mut counts[q.bin as usize];
+        out[*c as usize] = *q;
+        *c += 1;
+    }
 }
