@@ -3,7 +3,9 @@
 use super::{BIN_CHUNK, HASHES, MSG_SETUP, NAME, Setup, code_width, hash_seed, oprf_input, params};
 use crate::hashing::{BinHasher, CuckooParams, HashedItems};
 use crate::params::tag_bytes;
-use crate::protocols::common::{CHUNK, check_tag_len, put_tag, validate_security};
+use crate::protocols::common::{
+    CHUNK, check_tag_len, put_tag, shuffle_elements, validate_security,
+};
 use crate::{Phases, RunOptions, SenderOutput};
 use blindjoin_core::channel::{Channel, recv_msg, send_elements};
 use blindjoin_core::handshake::{Role, handshake};
@@ -12,7 +14,6 @@ use blindjoin_core::{Block, Error, Result};
 use blindjoin_ot::base::ChouOrlandiReceiver;
 use blindjoin_ot::ext::kkrt::KkrtSender;
 use rand::CryptoRng;
-use rand::seq::SliceRandom;
 use std::time::Instant;
 
 /// Runs the sender with `items` (distinct) on `ch`.
@@ -49,25 +50,18 @@ pub fn send<C: Channel + ?Sized>(
     let hashed = BinHasher::new(hash_seed(&session), HASHES, bins)?.hash_items(&blocks)?;
     drop(blocks);
     let t = phases.lap("hash", t);
-    // Each set j goes out in its own random order: item y's tag at position perm[j][y].
-    let perms: Vec<Vec<u32>> = (0..HASHES)
-        .map(|_| {
-            let mut p: Vec<u32> = (0..n2 as u32).collect();
-            p.shuffle(rng);
-            p
-        })
-        .collect();
-    let queries = bucket_queries(items, &hashed, &perms, bins);
-    drop(perms);
+    let queries = bucket_queries(items, &hashed, bins);
     drop(hashed);
-    let t = phases.lap("shuffle", t);
 
     let mut oprf = KkrtSender::new(ChouOrlandiReceiver::default(), code_width(session.lambda))?;
     oprf.setup(ch, &session.id, rng)?;
     let t = phases.lap("base OT", t);
 
-    // Set j's tags at [j·n2, (j+1)·n2) of one buffer.
-    let mut tags = vec![0u8; HASHES * items.len() * tag_len];
+    // Set j's tags in the order of evaluation, shuffled when complete.
+    let mut tags: [Vec<u8>; HASHES] = Default::default();
+    for set in &mut tags {
+        set.reserve_exact(items.len() * tag_len);
+    }
     let (mut batch, mut out, mut sorted, mut counts) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (c, chunk) in queries.iter().enumerate() {
@@ -83,28 +77,35 @@ pub fn send<C: Channel + ?Sized>(
         out.resize(batch.len(), Block::ZERO);
         keys.evals(&batch, &mut out)?;
         for (q, v) in chunk.iter().zip(&out) {
-            let at = q.dest as usize * tag_len;
-            put_tag(&mut tags[at..at + tag_len], v.0);
+            let set = &mut tags[q.j as usize];
+            let at = set.len();
+            set.resize(at + tag_len, 0);
+            put_tag(&mut set[at..], v.0);
         }
         oprf.recycle(keys);
         opts.report("oprf", hi as u64, bins as u64);
     }
     let t = phases.lap("oprf", t);
-    let set_len = items.len() * tag_len;
-    for j in 0..HASHES {
-        send_elements(ch, &tags[j * set_len..(j + 1) * set_len], tag_len, CHUNK)?;
+    // Each set in its own uniformly random order, so that a tag's position says nothing about
+    // its item or its bin.
+    for set in &mut tags {
+        shuffle_elements(set, tag_len, rng);
+    }
+    let t = phases.lap("shuffle", t);
+    for set in &tags {
+        send_elements(ch, set, tag_len, CHUNK)?;
     }
     phases.lap("send", t);
     Ok(SenderOutput { session, phases })
 }
 
 /// One OPRF evaluation of the sender: `input` = y ⊕ j at bin `bin` (relative to its chunk),
-/// its tag going to position `dest` of the concatenated tag sets.
+/// its tag going to set `j`.
 #[derive(Clone, Copy)]
 struct Query {
     input: Block,
     bin: u32,
-    dest: u32,
+    j: u32,
 }
 
 /// Every (y, j) as a [`Query`], bucketed by the chunk of bins its OPRF key arrives in.
@@ -113,27 +114,20 @@ struct Query {
 /// buckets is written sequentially, where a table sorted by bin would scatter every entry to a
 /// random place. When h_j(y) = h_j'(y), both (y, j) and (y, j') are evaluated: the sender
 /// cannot know which of them the receiver's table holds.
-fn bucket_queries(
-    items: &[Item],
-    hashed: &HashedItems,
-    perms: &[Vec<u32>],
-    bins: usize,
-) -> Vec<Vec<Query>> {
+fn bucket_queries(items: &[Item], hashed: &HashedItems, bins: usize) -> Vec<Vec<Query>> {
     let chunks = bins.div_ceil(BIN_CHUNK);
     let mut counts = vec![0usize; chunks];
     for &b in hashed.as_slice() {
         counts[b as usize / BIN_CHUNK] += 1;
     }
     let mut buckets: Vec<Vec<Query>> = counts.iter().map(|&c| Vec::with_capacity(c)).collect();
-    let n2 = items.len();
     for (y, item) in items.iter().enumerate() {
         for (j, &b) in hashed.bins(y).iter().enumerate() {
             let b = b as usize;
-            // dest < 3·n2 ≤ 3·2^30 < 2^32 (the hasher refuses more than 2^30 items).
             buckets[b / BIN_CHUNK].push(Query {
                 input: oprf_input(&item.0, j as u8),
                 bin: (b % BIN_CHUNK) as u32,
-                dest: (j * n2) as u32 + perms[j][y],
+                j: j as u32,
             });
         }
     }
@@ -156,7 +150,7 @@ fn sort_by_bin(chunk: &[Query], bins: usize, counts: &mut Vec<u32>, out: &mut Ve
         Query {
             input: Block::ZERO,
             bin: 0,
-            dest: 0,
+            j: 0,
         },
     );
     for q in chunk {
