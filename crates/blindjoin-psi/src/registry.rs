@@ -1,6 +1,6 @@
 //! The protocol registry: every protocol the CLI and the benchmarks can run.
 
-use crate::protocols::{ecdh, kkrt16, naive};
+use crate::protocols::{cm20, ecdh, kkrt16, naive};
 use crate::{ReceiverOutput, RunOptions, SenderOutput};
 use blindjoin_core::channel::Channel;
 use blindjoin_core::item::Item;
@@ -19,11 +19,18 @@ pub enum Protocol {
     Ecdh,
     /// KKRT16 OPRF PSI with 3-way Cuckoo hashing, semi-honest ([`kkrt16`]).
     Kkrt16,
+    /// CM20 multi-point OPRF PSI, semi-honest ([`cm20`]).
+    Cm20,
 }
 
 impl Protocol {
     /// Every protocol, in the order the CLI lists them.
-    pub const ALL: &'static [Protocol] = &[Protocol::Kkrt16, Protocol::Ecdh, Protocol::Naive];
+    pub const ALL: &'static [Protocol] = &[
+        Protocol::Cm20,
+        Protocol::Kkrt16,
+        Protocol::Ecdh,
+        Protocol::Naive,
+    ];
 
     /// The protocol id (also the name on the command line).
     pub fn name(self) -> &'static str {
@@ -31,6 +38,7 @@ impl Protocol {
             Protocol::Naive => naive::NAME,
             Protocol::Ecdh => ecdh::NAME,
             Protocol::Kkrt16 => kkrt16::NAME,
+            Protocol::Cm20 => cm20::NAME,
         }
     }
 
@@ -46,6 +54,9 @@ impl Protocol {
             Protocol::Kkrt16 => {
                 "semi-honest, OT extension (CO15 base OTs, CDH) and a random-oracle hash; the sender learns only the receiver's set size"
             }
+            Protocol::Cm20 => {
+                "semi-honest (CM20's one-sided malicious variant not claimed), CO15 base OTs (CDH), AES as a PRF and random-oracle hashes; the sender learns only the receiver's set size"
+            }
         }
     }
 
@@ -55,6 +66,7 @@ impl Protocol {
             Protocol::Naive => "PSZ14 §1.1 (naive hashing)",
             Protocol::Ecdh => "PSZ14 §3, Tab. 5-7 \"DH-based ECC\" (Meadows86, HFH99)",
             Protocol::Kkrt16 => "KKRT16 §5 (batched OPRF PSI); CM20 §1.2",
+            Protocol::Cm20 => "CM20 §3 Fig. 3 with Fig. 4 (multi-point OPRF PSI), §3.3, §4.2",
         }
     }
 
@@ -70,6 +82,9 @@ impl Protocol {
             // hello ‖ hello; verdict ‖ verdict; bins + base-OT S; base-OT R_i; u columns;
             // tags.
             Protocol::Kkrt16 => 6,
+            // hello ‖ hello; verdict ‖ verdict; setup + base-OT S; base-OT R_j; PRF key + Δ
+            // columns; OPRF values.
+            Protocol::Cm20 => 6,
         }
     }
 
@@ -90,6 +105,7 @@ impl Protocol {
             Protocol::Naive => naive::receive(ch, items, opts, rng),
             Protocol::Ecdh => ecdh::receive(ch, items, opts, rng),
             Protocol::Kkrt16 => kkrt16::receive(ch, items, opts, rng),
+            Protocol::Cm20 => cm20::receive(ch, items, opts, rng),
         }
     }
 
@@ -105,6 +121,7 @@ impl Protocol {
             Protocol::Naive => naive::send(ch, items, opts, rng),
             Protocol::Ecdh => ecdh::send(ch, items, opts, rng),
             Protocol::Kkrt16 => kkrt16::send(ch, items, opts, rng),
+            Protocol::Cm20 => cm20::send(ch, items, opts, rng),
         }
     }
 }
