@@ -135,6 +135,7 @@ fn digest(state: &[u32; 8]) -> [u8; 32] {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
     use sha2::Sha256;

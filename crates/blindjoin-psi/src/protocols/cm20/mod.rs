@@ -83,15 +83,23 @@
 //! 621·2^17 + 10·2^20 = 91.9 MB, CM20 Table 2's 87.6 "MB" (MiB).
 //!
 //! **Implementation.** Neither party stores the m × w matrix. Both evaluate F's first step
-//! (H1, G_{k_0}) once per item and keep z (16 bytes per item); the columns are then processed a
-//! few at a time (as many as fit the L2 cache, within one AES block of F and one 128-column
-//! slab), item by item: the receiver expands A_j, sets D_j's bits to 0 at v_j(y) and reads
-//! A_j[v_j(y)] in the same cache line (A_j and D_j interleaved by 64-bit words), then sends
-//! Δ_j; the sender, as each block of Δ columns arrives (a second thread drains the channel),
-//! forms C_j and reads C_j[v_j(x)]. The bits read go into a 128 × n bit slab per 128 columns,
-//! transposed (`blindjoin_core::transpose`) into per-item rows when the slab is complete; H2
-//! runs over the rows at the end. Memory is O(n·w) bits for the rows plus a few columns. Column
-//! blocks run in parallel on the rayon pool; the results do not depend on the thread count.
+//! (H1, G_{k_0}) once per item and keep z (16 bytes per item). The columns are then processed
+//! a few at a time (`matrix`: a *span* of columns whose state fits the L2 cache, within one AES
+//! block of F and one 128-column slab: 3 receiver or 6 sender columns at m = 2^20), items in
+//! chunks of 2048: one AES call per item gives the span's indices, and per column and item one
+//! random access. The receiver expands A_j, sets D_j's bit to 0 at v_j(y) and reads A_j[v_j(y)]
+//! in the same cache line (A_j and D_j interleaved by 64-bit words), then sends Δ_j; the
+//! sender, as each block of Δ columns arrives (a second thread drains the channel), forms C_j
+//! and reads C_j[v_j(x)]. The next chunk's z is prefetched while a chunk is processed (z is
+//! read once per span). The bits read go into a 128 × n bit slab per 128 columns, transposed
+//! (`blindjoin_core::transpose`) into per-item rows when the slab is complete; H2 runs over the
+//! rows at the end, and the receiver matches the sender's values with a partitioned hash join
+//! (`join`). Memory is O(n·w) bits for the rows plus the columns of a few spans. The spans of a
+//! batch run in parallel on the rayon pool; the results do not depend on the thread count.
+//!
+//! The cost is one random access per (item, column) on each side, n·w ≈ 6.5·10^8 at
+//! n = 2^20, which bounds the running time: at m = 2^20 a column does not fit the L1 cache, and
+//! the receiver's access is a read-modify-write.
 //!
 //! **Deviations from the paper.**
 //! 1. m is a power of two (see *Parameters*), so each index is an exact L-bit field of F's
@@ -110,6 +118,7 @@
 //! 5. The one-sided malicious security of Thm. 3.2 is not claimed (see *Security model*).
 
 mod hash;
+mod join;
 mod matrix;
 mod receiver;
 mod sender;
@@ -435,6 +444,7 @@ impl Prf {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
 

@@ -1,8 +1,9 @@
 //! The receiver's side of `cm20` (CM20's P2; see the module doc for the message flow).
 
+use super::join;
 use super::matrix::{self, Column, Slab, Span};
 use super::{H1_LABEL, H2_LABEL, MSG_TAGS, NAME, Params, PrefixHash, Prf, PrfKey, params};
-use crate::protocols::common::{tag_from_bytes, validate_security};
+use crate::protocols::common::validate_security;
 use crate::{Phases, ReceiverOutput, RunOptions};
 use blindjoin_core::channel::{BulkReader, Channel, FrameSender, send_msg};
 use blindjoin_core::handshake::{Role, handshake};
@@ -12,8 +13,6 @@ use blindjoin_core::{Block, Result};
 use blindjoin_ot::base::{BaseOtSender, ChouOrlandiSender};
 use rand::CryptoRng;
 use rayon::prelude::*;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Instant;
 use zeroize::Zeroize;
 
@@ -54,38 +53,14 @@ pub fn receive<C: Channel + ?Sized>(
     let mut own = vec![0u8; items.len() * p.tag_len];
     matrix::tags(&p, &h2, &slabs, items.len(), &mut own);
     drop(slabs);
-    // Own values → index. Two own items with one value (probability 2^-ℓ2 per pair) both
-    // count: the later ones go to `extra`.
-    let mut map: HashMap<u128, u32, BuildHasherDefault<TagHasher>> =
-        HashMap::with_capacity_and_hasher(items.len(), BuildHasherDefault::default());
-    let mut extra: Vec<(u128, u32)> = Vec::new();
-    for (i, tag) in own.chunks_exact(p.tag_len).enumerate() {
-        let tag = tag_from_bytes(tag);
-        if let Some(prev) = map.insert(tag, i as u32) {
-            extra.push((tag, prev));
-        }
-    }
     let t = phases.lap("h2", t);
 
-    let mut found = vec![false; items.len()];
+    let mut peer = Vec::new();
     let mut reader = BulkReader::new(MSG_TAGS, p.tag_len, n_send);
     while let Some(frame) = reader.next_frame(ch)? {
-        for tag in frame.chunks_exact(p.tag_len) {
-            let tag = tag_from_bytes(tag);
-            if let Some(&i) = map.get(&tag) {
-                found[i as usize] = true;
-                for (_, j) in extra.iter().filter(|(x, _)| *x == tag) {
-                    found[*j as usize] = true;
-                }
-            }
-        }
+        peer.push(frame);
     }
-    let indices = found
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| **f)
-        .map(|(i, _)| i)
-        .collect();
+    let indices = join::matches(&own, &peer, p.tag_len);
     phases.lap("match", t);
     Ok(ReceiverOutput {
         indices,
@@ -223,25 +198,5 @@ impl Slot {
                 out[8..].copy_from_slice(&hi.to_le_bytes());
             }
         }
-    }
-}
-
-/// Hashes a comparison tag (a pseudorandom H2 output) by its low 64 bits.
-#[derive(Default)]
-struct TagHasher(u64);
-
-impl Hasher for TagHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-
-    fn write_u128(&mut self, v: u128) {
-        self.0 = v as u64 ^ (v >> 64) as u64;
     }
 }
