@@ -87,9 +87,8 @@ pub(crate) fn gather<C: Column>(
     buf: &mut Vec<Block>,
 ) {
     let (block, _) = p.locate(first);
-    let mask = (p.m - 1) as u32;
+    let mask = p.m - 1;
     buf.resize(ITEM_CHUNK, Block::ZERO);
-    let mut idx = [0u32; ITEM_CHUNK];
     for (c, zc) in z.chunks(ITEM_CHUNK).enumerate() {
         let v = &mut buf[..zc.len()];
         v.copy_from_slice(zc);
@@ -101,27 +100,48 @@ pub(crate) fn gather<C: Column>(
         let at = c * ITEM_CHUNK / 8;
         for (k, (col, row)) in cols.iter_mut().zip(rows.iter_mut()).enumerate() {
             let (_, shift) = p.locate(first + k);
-            let idx = &mut idx[..v.len()];
-            extract(v, shift, p.log_m, mask, idx);
             let out = &mut row[at..];
-            for (w, (word, ids)) in out.chunks_exact_mut(8).zip(idx.chunks(64)).enumerate() {
-                if k == 0 {
-                    // 64 blocks, 16 cache lines.
-                    for line in next.get(64 * w..).unwrap_or(&[]).iter().take(64).step_by(4) {
-                        prefetch(line);
-                    }
-                }
-                // Item i's bit ends at bit i: shift in from the last item down (one shift and
-                // one OR per item, no variable shift).
-                let mut acc = 0u64;
-                for &id in ids.iter().rev() {
-                    acc = (acc << 1) | col.read(id as usize);
-                }
-                word.copy_from_slice(&acc.to_le_bytes());
+            let pf = if k == 0 { next } else { &[] };
+            // The index lies in the low half of the block, the high half, or across both: one
+            // loop for each, so that an index costs a load, a shift and a mask.
+            if shift + p.log_m <= 64 {
+                read_column(col, v, out, pf, |x| (x.0 as u64 >> shift) as usize & mask);
+            } else if shift >= 64 {
+                let s = shift - 64;
+                read_column(col, v, out, pf, |x| {
+                    ((x.0 >> 64) as u64 >> s) as usize & mask
+                });
+            } else {
+                read_column(col, v, out, pf, |x| (x.0 >> shift) as usize & mask);
             }
         }
     }
     buf.zeroize();
+}
+
+/// Bit i of `out` (8 bytes per 64 items) = `col.read(index(v[i]))`; prefetches `next` along
+/// the way.
+#[inline(always)]
+fn read_column<C: Column>(
+    col: &mut C,
+    v: &[Block],
+    out: &mut [u8],
+    next: &[Block],
+    index: impl Fn(&Block) -> usize,
+) {
+    for (w, (word, vs)) in out.chunks_exact_mut(8).zip(v.chunks(64)).enumerate() {
+        // 64 blocks of the next chunk, 16 cache lines.
+        for line in next.get(64 * w..).unwrap_or(&[]).iter().take(64).step_by(4) {
+            prefetch(line);
+        }
+        // Item i's bit ends at bit i: shift in from the last item down (one shift and one OR
+        // per item, no variable shift).
+        let mut acc = 0u64;
+        for x in vs.iter().rev() {
+            acc = (acc << 1) | col.read(index(x));
+        }
+        word.copy_from_slice(&acc.to_le_bytes());
+    }
 }
 
 /// Asks the CPU to bring `x`'s cache line into L1 ahead of its use.
@@ -137,27 +157,6 @@ fn prefetch<T>(x: &T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = x;
-}
-
-/// `out[i]` = the `log_m`-bit field of `v[i]` at bit `shift` (`mask` = 2^log_m − 1), in the
-/// form the compiler vectorises for each case: within the low half, within the high half, or
-/// across both.
-#[inline]
-fn extract(v: &[Block], shift: u32, log_m: u32, mask: u32, out: &mut [u32]) {
-    if shift + log_m <= 64 {
-        for (o, x) in out.iter_mut().zip(v) {
-            *o = (x.0 as u64 >> shift) as u32 & mask;
-        }
-    } else if shift >= 64 {
-        let s = shift - 64;
-        for (o, x) in out.iter_mut().zip(v) {
-            *o = ((x.0 >> 64) as u64 >> s) as u32 & mask;
-        }
-    } else {
-        for (o, x) in out.iter_mut().zip(v) {
-            *o = (x.0 >> shift) as u32 & mask;
-        }
-    }
 }
 
 /// The gathered bits of one 128-column slab: 128 rows (columns) of `row_bytes` bytes (items).
