@@ -14,7 +14,7 @@ use blindjoin_ot::base::{BaseOtSender, ChouOrlandiSender};
 use rand::CryptoRng;
 use rayon::prelude::*;
 use std::time::Instant;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 /// Runs the receiver with `items` (distinct) on `ch`; returns the indices of `items` in the
 /// intersection.
@@ -35,7 +35,8 @@ pub fn receive<C: Channel + ?Sized>(
     let p = Params::new(session.kappa, session.lambda, n_recv, n_send)?;
     send_msg(ch, &p.setup())?;
     // Fig. 4 step 1: w random OTs, we are the OT sender.
-    let mut keys = ChouOrlandiSender::default().send_random(ch, &session.id, p.w, rng)?;
+    let keys =
+        Zeroizing::new(ChouOrlandiSender::default().send_random(ch, &session.id, p.w, rng)?);
     let mut key = PrfKey { key: [0u8; 16] };
     rng.fill_bytes(&mut key.key);
     send_msg(ch, &key)?;
@@ -46,7 +47,7 @@ pub fn receive<C: Channel + ?Sized>(
     let t = phases.lap("prf", t);
 
     let slabs = columns(ch, &p, &prf, &z, &keys, opts)?;
-    keys.as_flattened_mut().as_flattened_mut().zeroize();
+    drop(keys);
     let t = phases.lap("matrix", t);
 
     let h2 = PrefixHash::new(H2_LABEL, &session.id, p.row_bytes());

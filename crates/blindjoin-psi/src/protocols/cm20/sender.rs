@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, Zeroizing};
 
 /// Runs the sender with `items` (distinct) on `ch`.
 pub fn send<C: Channel + ?Sized>(
@@ -47,7 +47,8 @@ pub fn send<C: Channel + ?Sized>(
 
     // Fig. 4 step 1: w random OTs with random choice bits s, we are the OT receiver.
     let s: Vec<bool> = (0..p.w).map(|_| rng.next_u32() & 1 == 1).collect();
-    let mut keys = ChouOrlandiReceiver::default().receive_random(ch, &session.id, &s, rng)?;
+    let keys =
+        Zeroizing::new(ChouOrlandiReceiver::default().receive_random(ch, &session.id, &s, rng)?);
     let key: PrfKey = recv_msg(ch, MSG_KEY, 16)?;
     let prf = Prf::new(&key.key, p.prf_blocks);
     drop(key);
@@ -75,7 +76,6 @@ pub fn send<C: Channel + ?Sized>(
             Ok(())
         },
     )?;
-    keys.as_flattened_mut().zeroize();
     Ok(SenderOutput { session, phases })
 }
 
