@@ -1,6 +1,6 @@
 //! The protocol registry: every protocol the CLI and the benchmarks can run.
 
-use crate::protocols::{ecdh, kkrt16, naive, psz14};
+use crate::protocols::{cm20, ecdh, kkrt16, naive, psz14};
 use crate::{ReceiverOutput, RunOptions, SenderOutput};
 use blindjoin_core::channel::Channel;
 use blindjoin_core::item::Item;
@@ -22,12 +22,15 @@ pub enum Protocol {
     /// PSZ14 OT-based set-inclusion PSI with Cuckoo hashing and a stash, semi-honest
     /// ([`psz14`]).
     Psz14,
+    /// CM20 multi-point OPRF PSI, semi-honest ([`cm20`]).
+    Cm20,
 }
 
 impl Protocol {
     /// Every protocol, in the order the CLI lists them.
     pub const ALL: &'static [Protocol] = &[
         Protocol::Kkrt16,
+        Protocol::Cm20,
         Protocol::Psz14,
         Protocol::Ecdh,
         Protocol::Naive,
@@ -40,6 +43,7 @@ impl Protocol {
             Protocol::Ecdh => ecdh::NAME,
             Protocol::Kkrt16 => kkrt16::NAME,
             Protocol::Psz14 => psz14::NAME,
+            Protocol::Cm20 => cm20::NAME,
         }
     }
 
@@ -58,6 +62,9 @@ impl Protocol {
             Protocol::Psz14 => {
                 "semi-honest, KK13 1-out-of-256 OT extension (CO15 base OTs, CDH) and random-oracle hashes; the sender learns only the receiver's set size"
             }
+            Protocol::Cm20 => {
+                "semi-honest (CM20's one-sided malicious variant not claimed), CO15 base OTs (CDH), AES as a PRF and random-oracle hashes; the sender learns only the receiver's set size"
+            }
         }
     }
 
@@ -70,6 +77,7 @@ impl Protocol {
             Protocol::Psz14 => {
                 "PSZ14 §5-6, Tab. 4 \"Cuckoo Hashing\", Tab. 5-6 \"Set Inclusion §5 + Hashing §6\""
             }
+            Protocol::Cm20 => "CM20 §3 Fig. 3 with Fig. 4 (multi-point OPRF PSI), §3.3, §4.2",
         }
     }
 
@@ -88,6 +96,9 @@ impl Protocol {
             // hello ‖ hello; verdict ‖ verdict; table parameters + base-OT S; base-OT R_i;
             // u columns; masks.
             Protocol::Psz14 => 6,
+            // hello ‖ hello; verdict ‖ verdict; setup + base-OT S; base-OT R_j; PRF key + Δ
+            // columns; OPRF values.
+            Protocol::Cm20 => 6,
         }
     }
 
@@ -109,6 +120,7 @@ impl Protocol {
             Protocol::Ecdh => ecdh::receive(ch, items, opts, rng),
             Protocol::Kkrt16 => kkrt16::receive(ch, items, opts, rng),
             Protocol::Psz14 => psz14::receive(ch, items, opts, rng),
+            Protocol::Cm20 => cm20::receive(ch, items, opts, rng),
         }
     }
 
@@ -125,6 +137,7 @@ impl Protocol {
             Protocol::Ecdh => ecdh::send(ch, items, opts, rng),
             Protocol::Kkrt16 => kkrt16::send(ch, items, opts, rng),
             Protocol::Psz14 => psz14::send(ch, items, opts, rng),
+            Protocol::Cm20 => cm20::send(ch, items, opts, rng),
         }
     }
 }

@@ -1,0 +1,234 @@
+//! The sender's side of `cm20` (CM20's P1; see the module doc for the message flow).
+
+use super::matrix::{self, Column, Slab, Span};
+use super::{
+    H1_LABEL, H2_LABEL, MSG_DELTA, MSG_KEY, MSG_SETUP, NAME, Params, PrefixHash, Prf, PrfKey,
+    Setup, params,
+};
+use crate::protocols::common::{CHUNK, pipelined, queue_closed, validate_security};
+use crate::{Phases, RunOptions, SenderOutput};
+use blindjoin_core::channel::{Channel, FrameReceiver, recv_msg, send_elements};
+use blindjoin_core::handshake::{Role, handshake};
+use blindjoin_core::item::Item;
+use blindjoin_core::prg::AesPrg;
+use blindjoin_core::{Block, Error, Result};
+use blindjoin_ot::base::{BaseOtReceiver, ChouOrlandiReceiver};
+use rand::CryptoRng;
+use rand::seq::SliceRandom;
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Instant;
+use zeroize::{Zeroize, Zeroizing};
+
+/// Runs the sender with `items` (distinct) on `ch`.
+pub fn send<C: Channel + ?Sized>(
+    ch: &mut C,
+    items: &[Item],
+    opts: &RunOptions,
+    rng: &mut impl CryptoRng,
+) -> Result<SenderOutput> {
+    validate_security(opts, NAME)?;
+    let start = Instant::now();
+    let mut phases = Phases::default();
+    let cfg = opts.session_config(NAME, Role::Sender, items.len(), params(opts.kappa));
+    let session = handshake(ch, &cfg, rng)?;
+    let t = phases.lap("handshake", start);
+
+    let (n_recv, n_send) = (session.receiver_size, items.len() as u64);
+    let p = Params::new(session.kappa, session.lambda, n_recv, n_send)?;
+    let setup: Setup = recv_msg(ch, MSG_SETUP, 32)?;
+    p.check(&setup)?;
+    // The values go out in a random order: process the items in one.
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.shuffle(rng);
+    let items: Vec<Item> = order.iter().map(|&i| items[i]).collect();
+    drop(order);
+
+    // Fig. 4 step 1: w random OTs with random choice bits s, we are the OT receiver.
+    let s: Vec<bool> = (0..p.w).map(|_| rng.next_u32() & 1 == 1).collect();
+    let keys =
+        Zeroizing::new(ChouOrlandiReceiver::default().receive_random(ch, &session.id, &s, rng)?);
+    let key: PrfKey = recv_msg(ch, MSG_KEY, 16)?;
+    let prf = Prf::new(&key.key, p.prf_blocks);
+    drop(key);
+    let t = phases.lap("base OT", t);
+
+    let (frame_len, frames) = (p.frame_len(), p.w * p.frames_per_column());
+    let (queue_tx, queue_rx) = mpsc::channel::<Vec<u8>>();
+    let mut t = t;
+    pipelined(
+        ch,
+        move |rx, aborted| read_deltas(rx, frame_len, frames, &queue_tx, aborted),
+        |tx| {
+            let z = prf.inputs(&PrefixHash::new(H1_LABEL, &session.id, 16), &items);
+            t = phases.lap("prf", t);
+            let slabs = columns(&p, &prf, &z, &keys, &s, &queue_rx, opts)?;
+            drop(z);
+            t = phases.lap("matrix", t);
+            let h2 = PrefixHash::new(H2_LABEL, &session.id, p.row_bytes());
+            let mut tags = vec![0u8; items.len() * p.tag_len];
+            matrix::tags(&p, &h2, &slabs, items.len(), &mut tags);
+            drop(slabs);
+            t = phases.lap("h2", t);
+            send_elements(tx, &tags, p.tag_len, CHUNK)?;
+            phases.lap("send", t);
+            Ok(())
+        },
+    )?;
+    Ok(SenderOutput { session, phases })
+}
+
+/// Reads the `frames` Δ frames, each exactly `frame_len` bytes, into `queue`.
+fn read_deltas(
+    rx: &mut dyn FrameReceiver,
+    frame_len: usize,
+    frames: usize,
+    queue: &mpsc::Sender<Vec<u8>>,
+    aborted: &AtomicBool,
+) -> Result<()> {
+    for i in 0..frames {
+        if aborted.load(Ordering::Relaxed) {
+            break;
+        }
+        let frame = rx.recv(MSG_DELTA, frame_len)?;
+        if frame.len() != frame_len {
+            return Err(Error::malformed(
+                MSG_DELTA,
+                format!("frame {i} has {} bytes, expected {frame_len}", frame.len()),
+            ));
+        }
+        if queue.send(frame).is_err() {
+            // The consumer stopped; it reports why.
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Receives the Δ columns block by block, forms C_j = G(k_j^{s_j}) ⊕ s_j·Δ_j, and returns the
+/// bits C_j[v_j(x)] of every own x as slabs of 128 columns.
+fn columns(
+    p: &Params,
+    prf: &Prf,
+    z: &[Block],
+    keys: &[[u8; 16]],
+    s: &[bool],
+    queue: &mpsc::Receiver<Vec<u8>>,
+    opts: &RunOptions,
+) -> Result<Vec<Vec<Block>>> {
+    let spans = matrix::spans(p, matrix::span_len(p, p.m / 8));
+    let per_batch = matrix::spans_per_batch();
+    let span_max = spans.iter().map(|s| s.len).max().unwrap_or(1);
+    let mut slots: Vec<Slot> = (0..per_batch).map(|_| Slot::new(p, span_max)).collect();
+    let mut slabs = Vec::with_capacity(p.slabs());
+    let mut slab = Slab::new(z.len());
+    for batch in matrix::batches(&spans, per_batch) {
+        let batch = &spans[batch];
+        let (first, last) = (batch[0].first, batch[batch.len() - 1]);
+        let slab_first = first / 128 * 128;
+        if first == slab_first && first > 0 {
+            let full = std::mem::replace(&mut slab, Slab::new(z.len()));
+            slabs.push(full.transpose()?);
+        }
+        for (slot, span) in slots.iter_mut().zip(batch) {
+            for frames in &mut slot.delta[..span.len] {
+                frames.clear();
+                for _ in 0..p.frames_per_column() {
+                    frames.push(queue.recv().map_err(|_| queue_closed(MSG_DELTA))?);
+                }
+            }
+        }
+        let rows = slab.rows(first - slab_first..last.first + last.len - slab_first);
+        let rows = matrix::split_rows(rows, batch);
+        slots
+            .par_iter_mut()
+            .zip(batch.par_iter())
+            .zip(rows.into_par_iter())
+            .for_each(|((slot, span), mut rows)| slot.run(p, prf, z, keys, s, *span, &mut rows));
+        let done = (last.first + last.len) as u64;
+        opts.report("matrix", done, p.w as u64);
+    }
+    slabs.push(slab.transpose()?);
+    Ok(slabs)
+}
+
+/// One column C_j of the sender.
+struct SendColumn {
+    words: Vec<u64>,
+}
+
+impl Column for SendColumn {
+    #[inline(always)]
+    fn read(&mut self, idx: usize) -> u64 {
+        (self.words[idx / 64] >> (idx % 64)) & 1
+    }
+}
+
+/// The buffers of one span, reused from batch to batch.
+struct Slot {
+    cols: Vec<SendColumn>,
+    /// The Δ frames of each column of the span.
+    delta: Vec<Vec<Vec<u8>>>,
+    prg: Vec<Block>,
+    buf: Vec<Block>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        for c in &mut self.cols {
+            c.words.zeroize();
+        }
+        self.prg.zeroize();
+    }
+}
+
+impl Slot {
+    fn new(p: &Params, span_max: usize) -> Slot {
+        Slot {
+            cols: (0..span_max)
+                .map(|_| SendColumn {
+                    words: vec![0; p.m / 64],
+                })
+                .collect(),
+            delta: (0..span_max).map(|_| Vec::new()).collect(),
+            prg: vec![Block::ZERO; p.m / 128],
+            buf: Vec::new(),
+        }
+    }
+
+    /// Columns `span`: C_j = G(k_j^{s_j}) ⊕ s_j·Δ_j (Fig. 4, step 3), then the bits C_j[v_j(x)]
+    /// for every own x (into `rows`).
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &mut self,
+        p: &Params,
+        prf: &Prf,
+        z: &[Block],
+        keys: &[[u8; 16]],
+        s: &[bool],
+        span: Span,
+        rows: &mut [&mut [u8]],
+    ) {
+        let cols = &mut self.cols[..span.len];
+        let words_per_frame = p.frame_len() / 8;
+        for (k, col) in cols.iter_mut().enumerate() {
+            let j = span.first + k;
+            AesPrg::new(Block::from_bytes(keys[j])).fill_blocks(&mut self.prg);
+            for (w, b) in col.words.chunks_exact_mut(2).zip(&self.prg) {
+                w[0] = b.0 as u64;
+                w[1] = (b.0 >> 64) as u64;
+            }
+            if s[j] {
+                for (words, frame) in col.words.chunks_mut(words_per_frame).zip(&self.delta[k]) {
+                    for (w, d) in words.iter_mut().zip(frame.chunks_exact(8)) {
+                        let mut b = [0u8; 8];
+                        b.copy_from_slice(d);
+                        *w ^= u64::from_le_bytes(b);
+                    }
+                }
+            }
+        }
+        matrix::gather(p, prf, z, span.first, cols, rows, &mut self.buf);
+    }
+}

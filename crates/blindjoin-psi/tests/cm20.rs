@@ -1,0 +1,302 @@
+//! `cm20` over an in-memory channel: exact intersection indices against a `HashSet` oracle on
+//! independently shuffled, balanced and unbalanced sets; the metered bytes against the formula;
+//! tampered, truncated and mismatched peer messages end in an error (or, for undetectable
+//! semi-honest tampering, a subset of the true result), never a panic.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use blindjoin_core::Error;
+use blindjoin_core::channel::metered::Metered;
+use blindjoin_core::item::{Item, items_from_records};
+use blindjoin_psi::protocols::cm20;
+use blindjoin_psi::{Protocol, ReceiverOutput, RunOptions, SenderOutput};
+use blindjoin_testkit::{Attack, Tamper, oracle, rng, run_two_party, sets_with_overlap};
+
+type Results = (
+    blindjoin_core::Result<ReceiverOutput>,
+    blindjoin_core::Result<SenderOutput>,
+);
+
+const P: Protocol = Protocol::Cm20;
+
+fn run(recv: &[Item], send: &[Item]) -> Results {
+    let o = RunOptions::default();
+    run_two_party(
+        |ch| P.receive(ch, recv, &o, &mut rng(1)),
+        |ch| P.send(ch, send, &o, &mut rng(2)),
+    )
+}
+
+fn check_exact(n_recv: usize, n_send: usize, overlap: usize, seed: u64) {
+    let (r, s) = sets_with_overlap(n_recv, n_send, overlap, seed);
+    let expected = oracle(&r, &s);
+    assert_eq!(expected.len(), overlap);
+    let (ri, si) = (items_from_records(&r), items_from_records(&s));
+    let (ro, so) = run(&ri, &si);
+    let ro = ro.unwrap_or_else(|e| panic!("receiver {n_recv}x{n_send}: {e}"));
+    let so = so.unwrap_or_else(|e| panic!("sender {n_recv}x{n_send}: {e}"));
+    assert_eq!(ro.indices, expected, "{n_recv}x{n_send} overlap {overlap}");
+    assert_eq!(ro.session.id, so.session.id);
+    assert_eq!(so.session.receiver_size, n_recv as u64);
+    assert_eq!(ro.session.sender_size, n_send as u64);
+}
+
+#[test]
+fn exact_indices() {
+    let cases = [
+        (0, 0, 0),
+        (0, 5, 0),
+        (5, 0, 0),
+        (1, 1, 1),
+        (1, 1, 0),
+        (2, 2, 1),
+        (2, 2, 2),
+        (10, 10, 3),
+        (10, 10, 10),
+        (1025, 1025, 500),
+        (1025, 1025, 0),
+        (10, 1000, 7),
+        (1000, 10, 7),
+        // m = 128 rows, then 256 (just past a power of two).
+        (128, 3000, 100),
+        (129, 3000, 129),
+        // Several tag frames (2^14 each) with a partial last one; m = 2^16.
+        (40_000, 20_001, 12_345),
+        (20_001, 40_000, 12_345),
+    ];
+    for (i, (a, b, k)) in cases.into_iter().enumerate() {
+        check_exact(a, b, k, 300 + i as u64);
+    }
+}
+
+#[test]
+fn result_does_not_depend_on_the_thread_count() {
+    let (r, s) = sets_with_overlap(3000, 2000, 777, 41);
+    let expected = oracle(&r, &s);
+    let (ri, si) = (items_from_records(&r), items_from_records(&s));
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        let (ro, so) = pool.install(|| run(&ri, &si));
+        so.unwrap();
+        assert_eq!(ro.unwrap().indices, expected, "{threads} threads");
+    }
+}
+
+fn varint_len(mut v: u64) -> u64 {
+    let mut n = 1;
+    while v >= 0x80 {
+        v >>= 7;
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn metered_bytes_match_the_formula() {
+    // n_R = 300, n_S = 500: m = 512, tags of 40 + ⌈log2(150000)⌉ = 58 bits = 8 bytes.
+    let (r, s) = sets_with_overlap(300, 500, 100, 9);
+    let (ri, si) = (items_from_records(&r), items_from_records(&s));
+    let o = RunOptions::default();
+    let (rt, st) = run_two_party(
+        |ch| {
+            let mut m = Metered::new(ch);
+            let out = P.receive(&mut m, &ri, &o, &mut rng(1)).unwrap();
+            assert_eq!(out.indices.len(), 100);
+            m.traffic()
+        },
+        |ch| {
+            let mut m = Metered::new(ch);
+            P.send(&mut m, &si, &o, &mut rng(2)).unwrap();
+            m.traffic()
+        },
+    );
+    assert_eq!(rt.bytes_sent, st.bytes_received);
+    assert_eq!(st.bytes_sent, rt.bytes_received);
+    let (m, tag_bits, tag_len) = (512u64, 58u64, 8u64);
+    let w = u64::from(cm20::width(128, 40, m, 300, 500).unwrap());
+    assert!((128..400).contains(&w), "w = {w}");
+    // Receiver: hello and verdict, Setup {m, w, ℓ2} (postcard varints), the base-OT point S,
+    // the PRF key, one frame of m/8 bytes per Δ column.
+    let setup = varint_len(m) + varint_len(w) + varint_len(tag_bits);
+    let rest = (setup + 4) + (32 + 4) + (16 + 4) + w * (m / 8 + 4);
+    let hello = rt.bytes_sent - rest;
+    assert!(hello < 600, "hello and verdict are {hello} bytes");
+    // Sender: hello and verdict (same length), the w base-OT points R_j in one frame, 500 tags
+    // in one frame.
+    assert_eq!(st.bytes_sent, hello + (32 * w + 4) + (tag_len * 500 + 4));
+    assert_eq!(rt.frames_sent, 2 + 1 + 1 + 1 + w);
+    assert_eq!(st.frames_sent, 2 + 1 + 1);
+}
+
+#[test]
+fn table_2_communication_at_2_pow_20() {
+    // The formula of the test above at n = 2^20 (CM20 Table 2: 87.6 MiB in total): below
+    // 92 MB with every byte counted but the handshake.
+    let (n, m, w, tag_len) = (1u64 << 20, 1u64 << 20, 621u64, 10u64);
+    assert_eq!(cm20::width(128, 40, m, n, n), Some(w as u32));
+    let recv = (3 + 4) + (32 + 4) + (16 + 4) + w * (m / 8 + 4);
+    let send = (32 * w + 4) + tag_len * n + 64 * 4;
+    assert!(recv + send < 92_000_000 - 1000, "{}", recv + send);
+}
+
+fn small_sets() -> (Vec<Item>, Vec<Item>, Vec<usize>) {
+    let (r, s) = sets_with_overlap(50, 60, 20, 7);
+    let expected = oracle(&r, &s);
+    (items_from_records(&r), items_from_records(&s), expected)
+}
+
+/// Runs with the receiver's `frame`-th frame attacked.
+fn attack_receiver(frame: usize, attack: Attack) -> (Results, Vec<usize>) {
+    let (r, s, expected) = small_sets();
+    let o = RunOptions::default();
+    let res = run_two_party(
+        |ch| {
+            let mut t = Tamper::new(ch, frame, attack);
+            P.receive(&mut t, &r, &o, &mut rng(1))
+        },
+        |ch| P.send(ch, &s, &o, &mut rng(2)),
+    );
+    (res, expected)
+}
+
+/// Runs with the sender's `frame`-th frame attacked.
+fn attack_sender(frame: usize, attack: Attack) -> (Results, Vec<usize>) {
+    let (r, s, expected) = small_sets();
+    let o = RunOptions::default();
+    let res = run_two_party(
+        |ch| P.receive(ch, &r, &o, &mut rng(1)),
+        |ch| {
+            let mut t = Tamper::new(ch, frame, attack);
+            P.send(&mut t, &s, &o, &mut rng(2))
+        },
+    );
+    (res, expected)
+}
+
+fn assert_malformed(e: &Error) {
+    assert!(
+        matches!(e, Error::Malformed { .. } | Error::FrameTooLong { .. }),
+        "expected a malformed-message error, got: {e}"
+    );
+}
+
+fn assert_subset(got: &[usize], expected: &[usize]) {
+    assert!(
+        got.iter().all(|i| expected.contains(i)),
+        "{got:?} is not a subset of {expected:?}"
+    );
+}
+
+// Receiver frames: 0 hello, 1 verdict, 2 Setup, 3 base-OT S, 4 PRF key, 5.. Δ columns (one
+// frame each at m = 128). Sender frames: 0 hello, 1 verdict, 2 base-OT R_j, 3 tags.
+
+#[test]
+fn setup_mismatch_names_the_field() {
+    // m = 128 is the varint 0x80 0x01; flipping bit 0 of its first byte announces m = 129.
+    let ((ro, so), _) = attack_receiver(2, Attack::FlipBit(0));
+    match so.unwrap_err() {
+        Error::ParamMismatch { field, ours, peer } => {
+            assert_eq!(
+                (field.as_str(), ours.as_str(), peer.as_str()),
+                ("m", "128", "129")
+            );
+        }
+        e => panic!("{e}"),
+    }
+    assert!(ro.is_err());
+    // Setup is 5 bytes (m and w take two each); the last is ℓ2 = 40 + ⌈log2(3000)⌉ = 52.
+    let ((_, so), _) = attack_receiver(2, Attack::FlipBit(4));
+    match so.unwrap_err() {
+        Error::ParamMismatch { field, .. } => assert_eq!(field, "tag_bits"),
+        e => panic!("{e}"),
+    }
+    // A garbled Setup is malformed.
+    let ((_, so), _) = attack_receiver(2, Attack::Extend(vec![1]));
+    assert_malformed(&so.unwrap_err());
+}
+
+#[test]
+fn bad_prf_key_frame_is_refused() {
+    let ((ro, so), _) = attack_receiver(4, Attack::Truncate(15));
+    assert_malformed(&so.unwrap_err());
+    assert!(ro.is_err());
+    let ((_, so), _) = attack_receiver(4, Attack::Extend(vec![0]));
+    assert_malformed(&so.unwrap_err());
+}
+
+#[test]
+fn truncated_or_overlong_delta_column_is_refused() {
+    for frame in [5, 9] {
+        for attack in [
+            Attack::Truncate(15),
+            Attack::Truncate(0),
+            Attack::Extend(vec![0; 16]),
+        ] {
+            let ((ro, so), _) = attack_receiver(frame, attack.clone());
+            let e = so.unwrap_err();
+            assert_malformed(&e);
+            assert!(e.to_string().contains("Δ"), "{e}");
+            assert!(ro.is_err(), "{attack:?}");
+        }
+    }
+}
+
+#[test]
+fn flipped_delta_bit_gives_a_subset() {
+    // A semi-honest sender cannot detect a wrong Δ bit: its C_j then differs from A_j ⊕ s_j·D_j
+    // in one row, which can only lose matches.
+    for (frame, at) in [(5, 0), (6, 7), (40, 15)] {
+        let ((ro, so), expected) = attack_receiver(frame, Attack::FlipBit(at));
+        so.unwrap();
+        assert_subset(&ro.unwrap().indices, &expected);
+    }
+}
+
+#[test]
+fn truncated_or_overlong_tags_are_refused() {
+    // 60 tags of 40 + ⌈log2(3000)⌉ = 52 bits = 7 bytes in one frame; cut inside the sixth.
+    let ((ro, so), _) = attack_sender(3, Attack::Truncate(7 * 5 + 3));
+    assert_malformed(&ro.unwrap_err());
+    so.unwrap();
+    // Whole tags missing: the receiver waits for the rest and finds the sender gone.
+    let ((ro, _), _) = attack_sender(3, Attack::Truncate(7 * 5));
+    assert!(matches!(ro.unwrap_err(), Error::PeerClosed { .. }));
+    let ((ro, _), _) = attack_sender(3, Attack::Extend(vec![0; 7]));
+    assert_malformed(&ro.unwrap_err());
+}
+
+#[test]
+fn flipped_tag_bit_gives_a_subset() {
+    for at in [0, 7 * 13 + 2, 7 * 59 + 6] {
+        let ((ro, so), expected) = attack_sender(3, Attack::FlipBit(at));
+        so.unwrap();
+        let got = ro.unwrap().indices;
+        assert_subset(&got, &expected);
+        assert!(got.len() + 1 >= expected.len());
+    }
+}
+
+#[test]
+fn bad_base_ot_points_are_refused() {
+    let ((ro, so), _) = attack_sender(2, Attack::Truncate(31));
+    assert_malformed(&ro.unwrap_err());
+    assert!(so.is_err());
+    let ((ro, so), _) = attack_receiver(3, Attack::Truncate(31));
+    assert_malformed(&so.unwrap_err());
+    assert!(ro.is_err());
+}
+
+#[test]
+fn hang_ups_are_errors_on_both_sides() {
+    for frame in [2, 3, 4, 5, 20] {
+        let ((ro, so), _) = attack_receiver(frame, Attack::HangUp);
+        assert!(ro.is_err(), "frame {frame}");
+        let e = so.unwrap_err();
+        assert!(matches!(e, Error::PeerClosed { .. }), "frame {frame}: {e}");
+    }
+    let ((ro, so), _) = attack_sender(3, Attack::HangUp);
+    assert!(matches!(ro.unwrap_err(), Error::PeerClosed { .. }));
+    assert!(so.is_err());
+}
