@@ -152,6 +152,8 @@ pub struct Kk13Sender<B> {
     base: B,
     eta: u32,
     state: Option<SenderState>,
+    /// The rows buffer of a recycled batch (zeroised, capacity kept).
+    spare: Vec<Block>,
 }
 
 /// KK13 1-out-of-2^η OT-extension receiver, generic over the base OT it runs as sender.
@@ -324,6 +326,7 @@ impl<B: BaseOtReceiver> Kk13Sender<B> {
             base,
             eta,
             state: None,
+            spare: Vec::new(),
         })
     }
 
@@ -367,7 +370,7 @@ impl<B: BaseOtReceiver> Kk13Sender<B> {
         m: usize,
     ) -> Result<Kk13SenderOutputs> {
         let st = self.state.as_mut().ok_or_else(not_set_up)?;
-        let mut rows = Vec::new();
+        let mut rows = std::mem::take(&mut self.spare);
         let first = st.core.extend(ch, m, U_COLUMNS, &mut rows)?;
         Ok(Kk13SenderOutputs {
             rows,
@@ -377,6 +380,17 @@ impl<B: BaseOtReceiver> Kk13Sender<B> {
             len: m,
             ro: st.ro.clone(),
         })
+    }
+
+    /// Hands a finished batch back: its outputs are zeroised and its buffer serves the next
+    /// [`send_random`](Self::send_random), which then needs no fresh (page-faulting)
+    /// allocation.
+    pub fn recycle(&mut self, mut outputs: Kk13SenderOutputs) {
+        let mut rows = std::mem::take(&mut outputs.rows);
+        rows.zeroize();
+        if rows.capacity() > self.spare.capacity() {
+            self.spare = rows;
+        }
     }
 }
 

@@ -160,7 +160,7 @@ pub fn send<C: Channel + ?Sized>(
         }
         out.resize(queries.len(), Block::ZERO);
         ots.outputs(&queries, &mut out)?;
-        drop(ots);
+        kk.recycle(ots);
         // Bin masks: H(β, ⊕_i r_{β,i}(D_j(y)_i)), truncated to ℓ2 bytes, at their positions.
         sums.clear();
         sums.resize(here.len(), Block::ZERO);
