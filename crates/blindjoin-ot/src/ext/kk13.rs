@@ -396,12 +396,38 @@ impl<B: BaseOtReceiver> Kk13Sender<B> {
 
 /// Writes the first N columns (each `rb` bytes) of the codeword matrix with rows c(v_i) into
 /// `cols`, then repeats them up to κ' columns.
+/// Transposes the 8×8 bit matrix with bit c of byte r at position 8r + c (delta swaps on 2×2,
+/// 4×4 and 8×8 blocks; Warren, *Hacker's Delight*, §7-3).
+fn transpose8x8(mut x: u64) -> u64 {
+    let t = (x ^ (x >> 7)) & 0x00AA_00AA_00AA_00AA;
+    x ^= t ^ (t << 7);
+    let t = (x ^ (x >> 14)) & 0x0000_CCCC_0000_CCCC;
+    x ^= t ^ (t << 14);
+    let t = (x ^ (x >> 28)) & 0x0000_0000_F0F0_F0F0;
+    x ^ t ^ (t << 28)
+}
+
 fn code_columns(eta: u32, choices: &[u32], rb: usize, cols: &mut [u8]) {
     let n = 1usize << eta;
-    cols.fill(0);
-    // Column 2^b holds bit b of every choice.
-    for b in 0..eta {
+    // Column 0 (w = 0) is all zero; every other column is written below.
+    cols[..rb].fill(0);
+    // Column 2^b holds bit b of every choice: for the low 8 bits, 8 choices at a time by one
+    // 8×8 bit transpose (byte t of the word is choice t; afterwards byte b holds bit b of the
+    // 8 choices), where a bit-by-bit loop would take 64 read-modify-writes.
+    for k in 0..rb {
+        let mut x = 0u64;
+        for t in 0..8 {
+            let v = choices.get(8 * k + t).copied().unwrap_or(0);
+            x |= u64::from(v as u8) << (8 * t);
+        }
+        x = transpose8x8(x);
+        for b in 0..eta.min(8) {
+            cols[(1usize << b) * rb + k] = (x >> (8 * b)) as u8;
+        }
+    }
+    for b in 8..eta {
         let col = &mut cols[(1usize << b) * rb..][..rb];
+        col.fill(0);
         for (i, &v) in choices.iter().enumerate() {
             col[i / 8] |= (((v >> b) & 1) as u8) << (i % 8);
         }
@@ -581,11 +607,12 @@ mod tests {
 
     #[test]
     fn code_columns_match_codewords() {
-        for eta in [1u32, 3, 8, 9] {
-            let choices: Vec<u32> = (0..200u32).map(|i| (i * 37 + 5) % (1 << eta)).collect();
+        for (eta, count) in [(1u32, 200u32), (3, 203), (8, 200), (8, 131), (9, 205)] {
+            let choices: Vec<u32> = (0..count).map(|i| (i * 37 + 5) % (1 << eta)).collect();
             let rb = crate::ext::row_bytes(choices.len());
             let kp = code_len(eta);
-            let mut cols = vec![0u8; kp * rb];
+            // A reused buffer holds old data: every byte must be written.
+            let mut cols = vec![0xa5u8; kp * rb];
             code_columns(eta, &choices, rb, &mut cols);
             let mut rows = Vec::new();
             crate::ext::wide::columns_to_rows(
@@ -602,6 +629,15 @@ mod tests {
                     &rows[i * kp / 128..(i + 1) * kp / 128],
                     &codeword(eta, v)[..]
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn transpose8x8_moves_bit_rc_to_cr() {
+        for r in 0..8 {
+            for c in 0..8 {
+                assert_eq!(transpose8x8(1 << (8 * r + c)), 1 << (8 * c + r));
             }
         }
     }
