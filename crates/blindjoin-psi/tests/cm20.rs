@@ -4,6 +4,8 @@
 //! semi-honest tampering, a subset of the true result), never a panic.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use blindjoin_core::Error;
 use blindjoin_core::channel::metered::Metered;
 use blindjoin_core::item::{Item, items_from_records};
@@ -26,36 +28,9 @@ fn run(recv: &[Item], send: &[Item]) -> Results {
     )
 }
 
-fn check_exact(n_recv: usize, n_send: usize, overlap: usize, seed: u64) {
-    let (r, s) = sets_with_overlap(n_recv, n_send, overlap, seed);
-    let expected = oracle(&r, &s);
-    assert_eq!(expected.len(), overlap);
-    let (ri, si) = (items_from_records(&r), items_from_records(&s));
-    let (ro, so) = run(&ri, &si);
-    let ro = ro.unwrap_or_else(|e| panic!("receiver {n_recv}x{n_send}: {e}"));
-    let so = so.unwrap_or_else(|e| panic!("sender {n_recv}x{n_send}: {e}"));
-    assert_eq!(ro.indices, expected, "{n_recv}x{n_send} overlap {overlap}");
-    assert_eq!(ro.session.id, so.session.id);
-    assert_eq!(so.session.receiver_size, n_recv as u64);
-    assert_eq!(ro.session.sender_size, n_send as u64);
-}
-
 #[test]
 fn exact_indices() {
-    let cases = [
-        (0, 0, 0),
-        (0, 5, 0),
-        (5, 0, 0),
-        (1, 1, 1),
-        (1, 1, 0),
-        (2, 2, 1),
-        (2, 2, 2),
-        (10, 10, 3),
-        (10, 10, 10),
-        (1025, 1025, 500),
-        (1025, 1025, 0),
-        (10, 1000, 7),
-        (1000, 10, 7),
+    let extra = [
         // m = 128 rows, then 256 (just past a power of two).
         (128, 3000, 100),
         (129, 3000, 129),
@@ -63,9 +38,7 @@ fn exact_indices() {
         (40_000, 20_001, 12_345),
         (20_001, 40_000, 12_345),
     ];
-    for (i, (a, b, k)) in cases.into_iter().enumerate() {
-        check_exact(a, b, k, 300 + i as u64);
-    }
+    common::exact_suite(P, &extra, 300);
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! naming the field; tampered and truncated frames from either side.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use blindjoin_core::channel::metered::{Metered, Traffic};
 use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
 use blindjoin_core::item::{Item, items_from_records};
@@ -37,36 +39,9 @@ fn item_oracle(recv: &[Item], send: &[Item]) -> Vec<usize> {
         .collect()
 }
 
-fn check_exact(n_recv: usize, n_send: usize, overlap: usize, seed: u64) {
-    let (r, s) = sets_with_overlap(n_recv, n_send, overlap, seed);
-    let expected = oracle(&r, &s);
-    assert_eq!(expected.len(), overlap);
-    let (ri, si) = (items_from_records(&r), items_from_records(&s));
-    let (ro, so) = run(&ri, &si);
-    let ro = ro.unwrap_or_else(|e| panic!("receiver {n_recv}x{n_send}: {e}"));
-    let so = so.unwrap_or_else(|e| panic!("sender {n_recv}x{n_send}: {e}"));
-    assert_eq!(ro.indices, expected, "{n_recv}x{n_send} overlap {overlap}");
-    assert_eq!(ro.session.id, so.session.id);
-    assert_eq!(so.session.receiver_size, n_recv as u64);
-    assert_eq!(ro.session.sender_size, n_send as u64);
-}
-
 #[test]
 fn exact_indices() {
-    let cases = [
-        (0, 0, 0),
-        (0, 5, 0),
-        (5, 0, 0),
-        (1, 1, 1),
-        (1, 1, 0),
-        (2, 2, 1),
-        (2, 2, 2),
-        (10, 10, 3),
-        (10, 10, 10),
-        (1025, 1025, 500),
-        (1025, 1025, 0),
-        (10, 1000, 7),
-        (1000, 10, 7),
+    let extra = [
         // b = 96,000 bins: 11 KK13 calls of 8192 virtual bins, the stash in the last; two
         // frames per mask set.
         (40_000, 20_001, 12_345),
@@ -74,9 +49,7 @@ fn exact_indices() {
         // other by binary search.
         (150_000, 3000, 1500),
     ];
-    for (i, (a, b, k)) in cases.into_iter().enumerate() {
-        check_exact(a, b, k, 200 + i as u64);
-    }
+    common::exact_suite(P, &extra, 200);
 }
 
 fn random_items(n: usize, seed: u64) -> Vec<Item> {
