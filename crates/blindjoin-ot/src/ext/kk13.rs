@@ -386,11 +386,7 @@ impl<B: BaseOtReceiver> Kk13Sender<B> {
     /// [`send_random`](Self::send_random), which then needs no fresh (page-faulting)
     /// allocation.
     pub fn recycle(&mut self, mut outputs: Kk13SenderOutputs) {
-        let mut rows = std::mem::take(&mut outputs.rows);
-        rows.zeroize();
-        if rows.capacity() > self.spare.capacity() {
-            self.spare = rows;
-        }
+        super::keep_spare(&mut self.spare, std::mem::take(&mut outputs.rows));
     }
 }
 

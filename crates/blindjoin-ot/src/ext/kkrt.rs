@@ -367,11 +367,7 @@ impl<B: BaseOtReceiver> KkrtSender<B> {
     /// Hands a finished batch back: its keys are zeroised and its buffer serves the next
     /// [`send`](Self::send), which then needs no fresh (page-faulting) allocation.
     pub fn recycle(&mut self, mut outputs: KkrtSenderOutputs) {
-        let mut rows = std::mem::take(&mut outputs.rows);
-        rows.zeroize();
-        if rows.capacity() > self.spare.capacity() {
-            self.spare = rows;
-        }
+        super::keep_spare(&mut self.spare, std::mem::take(&mut outputs.rows));
     }
 }
 

@@ -191,6 +191,15 @@ pub(crate) fn seed_prgs<B: BaseOtReceiver, C: Channel + ?Sized>(
         .collect())
 }
 
+/// Keeps a finished batch's row buffer, zeroised, as the spare of the next batch (if it is the
+/// larger of the two), so that batches reuse memory instead of page-faulting fresh allocations.
+pub(crate) fn keep_spare(spare: &mut Vec<Block>, mut rows: Vec<Block>) {
+    zeroize::Zeroize::zeroize(&mut rows);
+    if rows.capacity() > spare.capacity() {
+        *spare = rows;
+    }
+}
+
 /// The error for an extension used before its `setup`: `field` names the parameter
 /// ("ot" or "oprf"), `what` the extension.
 pub(crate) fn not_set_up(field: &'static str, what: &str) -> Error {
