@@ -68,8 +68,9 @@ impl FixedKeyAes {
         self.permute_buffered(blocks);
     }
 
-    /// `out[i] = π(input[i])` (equal lengths; in release builds the shorter length is used).
-    fn permute_b2b(&self, input: &[Block], out: &mut [Block]) {
+    /// `out[i] = π(input[i])` (equal lengths; in release builds the shorter length is used):
+    /// [`FixedKeyAes::permute`] without first copying the input into the output.
+    pub fn permute_b2b(&self, input: &[Block], out: &mut [Block]) {
         debug_assert_eq!(input.len(), out.len());
         let n = input.len().min(out.len());
         let (input, out) = (&input[..n], &mut out[..n]);

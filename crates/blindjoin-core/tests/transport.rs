@@ -19,6 +19,15 @@ fn tcp_pair(timeout: Duration) -> (TcpChannel, TcpStream) {
     (ch, raw)
 }
 
+/// Frame lengths on both sides of the sender's direct-write threshold (16 KiB), small frames
+/// between large ones, and one larger than the 256 KiB buffers.
+const LENS: &[usize] = &[0, 1, 1000, 16383, 16384, 5, 1 << 17, 3, 1 << 20, 16385];
+
+/// Bytes that differ from position to position and from frame to frame.
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|k| (k * 31 + len) as u8).collect()
+}
+
 #[test]
 fn tcp_frames_round_trip_in_order() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -26,17 +35,51 @@ fn tcp_frames_round_trip_in_order() {
     let t = std::thread::spawn(move || {
         let mut c =
             TcpChannel::connect(&addr, Duration::from_secs(5), Duration::from_secs(5)).unwrap();
-        for len in [0usize, 1, 1000, 1 << 20] {
-            c.send(&vec![len as u8; len]).unwrap();
+        for &len in LENS {
+            c.send(&pattern(len)).unwrap();
         }
         c.recv("ack", 3).unwrap()
     });
     let mut s = TcpChannel::accept(&l, Duration::from_secs(5), Duration::from_secs(5)).unwrap();
-    for len in [0usize, 1, 1000, 1 << 20] {
-        assert_eq!(s.recv("frame", 1 << 20).unwrap(), vec![len as u8; len]);
+    for &len in LENS {
+        assert_eq!(
+            s.recv("frame", 1 << 20).unwrap(),
+            pattern(len),
+            "frame of {len} bytes"
+        );
     }
     s.send(b"ok!").unwrap();
     assert_eq!(t.join().unwrap(), b"ok!");
+}
+
+#[test]
+fn tcp_recv_into_reuses_one_buffer_for_frames_of_every_size() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        let mut c =
+            TcpChannel::connect(&addr, Duration::from_secs(5), Duration::from_secs(5)).unwrap();
+        for &len in LENS.iter().chain(LENS.iter().rev()) {
+            c.send(&pattern(len)).unwrap();
+        }
+        c.send(&[7u8; 40000]).unwrap();
+    });
+    let mut s = TcpChannel::accept(&l, Duration::from_secs(5), Duration::from_secs(5)).unwrap();
+    let mut buf = vec![0xffu8; 123];
+    for &len in LENS.iter().chain(LENS.iter().rev()) {
+        s.recv_into("frame", 1 << 20, &mut buf).unwrap();
+        assert_eq!(buf, pattern(len), "frame of {len} bytes");
+    }
+    // A frame over the caller's bound is refused from its header.
+    match s.recv_into("frame", 39999, &mut buf) {
+        Err(Error::FrameTooLong {
+            len: 40000,
+            max: 39999,
+            ..
+        }) => {}
+        other => panic!("expected FrameTooLong, got {other:?}"),
+    }
+    t.join().unwrap();
 }
 
 #[test]

@@ -117,6 +117,11 @@ impl<R: FrameReceiver + ?Sized> FrameReceiver for MeteredReceiver<'_, R> {
         self.counters.on_recv(frame.len());
         Ok(frame)
     }
+    fn recv_into(&mut self, what: &'static str, max_len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        self.inner.recv_into(what, max_len, buf)?;
+        self.counters.on_recv(buf.len());
+        Ok(())
+    }
 }
 
 impl<C: Channel> FrameSender for Metered<C> {
@@ -136,6 +141,11 @@ impl<C: Channel> FrameReceiver for Metered<C> {
         let frame = self.inner.recv(what, max_len)?;
         self.counters.on_recv(frame.len());
         Ok(frame)
+    }
+    fn recv_into(&mut self, what: &'static str, max_len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        self.inner.recv_into(what, max_len, buf)?;
+        self.counters.on_recv(buf.len());
+        Ok(())
     }
 }
 

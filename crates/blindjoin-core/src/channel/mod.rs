@@ -43,6 +43,13 @@ pub trait FrameReceiver: Send {
     /// Receives one frame. `what` names the expected message for error reports; a frame longer
     /// than `max_len` (or [`MAX_FRAME_LEN`]) is rejected without being read.
     fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>>;
+
+    /// Receives one frame into `buf`, replacing its contents, with the checks of
+    /// [`FrameReceiver::recv`]: a caller that receives many large frames reuses one allocation.
+    fn recv_into(&mut self, what: &'static str, max_len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        *buf = self.recv(what, max_len)?;
+        Ok(())
+    }
 }
 
 /// A bidirectional framed channel.
@@ -65,6 +72,9 @@ impl<T: FrameReceiver + ?Sized> FrameReceiver for &mut T {
     fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
         (**self).recv(what, max_len)
     }
+    fn recv_into(&mut self, what: &'static str, max_len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        (**self).recv_into(what, max_len, buf)
+    }
 }
 
 impl<T: FrameSender + ?Sized> FrameSender for Box<T> {
@@ -80,6 +90,9 @@ impl<T: FrameSender + ?Sized> FrameSender for Box<T> {
 impl<T: FrameReceiver + ?Sized> FrameReceiver for Box<T> {
     fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
         (**self).recv(what, max_len)
+    }
+    fn recv_into(&mut self, what: &'static str, max_len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        (**self).recv_into(what, max_len, buf)
     }
 }
 

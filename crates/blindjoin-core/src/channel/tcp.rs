@@ -6,11 +6,16 @@
 
 use super::{Channel, FRAME_HEADER_LEN, FrameReceiver, FrameSender, check_frame_len};
 use crate::{Error, Result};
-use std::io::{self, BufReader, BufWriter, ErrorKind, Read, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 const BUF_LEN: usize = 1 << 18;
+
+/// Frames at least this long bypass the buffers: the sender writes the header and the payload to
+/// the socket in one vectored write, and the receiver reads the payload past what is already
+/// buffered straight into the caller's vector.
+const DIRECT_LEN: usize = 1 << 14;
 
 /// The receiving half of a [`TcpChannel`].
 #[derive(Debug)]
@@ -133,6 +138,13 @@ impl FrameSender for TcpSender {
         })?;
         let header: [u8; FRAME_HEADER_LEN] = len.to_le_bytes();
         let timeout = self.timeout;
+        if frame.len() >= DIRECT_LEN {
+            return self
+                .stream
+                .flush()
+                .and_then(|()| write_all_vectored(self.stream.get_mut(), &header, frame))
+                .map_err(|e| map_io(e, "a send", timeout));
+        }
         self.stream
             .write_all(&header)
             .and_then(|()| self.stream.write_all(frame))
@@ -147,18 +159,52 @@ impl FrameSender for TcpSender {
     }
 }
 
+/// Writes `head` then `body` to `w` whole, with as few system calls as the socket allows.
+fn write_all_vectored(w: &mut impl Write, head: &[u8], body: &[u8]) -> io::Result<()> {
+    let mut done = 0;
+    let total = head.len() + body.len();
+    while done < total {
+        let written = if done < head.len() {
+            w.write_vectored(&[io::IoSlice::new(&head[done..]), io::IoSlice::new(body)])
+        } else {
+            w.write(&body[done - head.len()..])
+        };
+        match written {
+            Ok(0) => return Err(io::Error::from(ErrorKind::WriteZero)),
+            Ok(k) => done += k,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 impl FrameReceiver for TcpReceiver {
     fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
+        let mut frame = Vec::new();
+        self.recv_into(what, max_len, &mut frame)?;
+        Ok(frame)
+    }
+
+    fn recv_into(&mut self, what: &'static str, max_len: usize, buf: &mut Vec<u8>) -> Result<()> {
         let mut header = [0u8; FRAME_HEADER_LEN];
         self.stream
             .read_exact(&mut header)
             .map_err(|e| map_io(e, what, self.timeout))?;
         let len = check_frame_len(what, u32::from_le_bytes(header).into(), max_len)?;
-        let mut frame = vec![0u8; len];
-        self.stream
-            .read_exact(&mut frame)
-            .map_err(|e| map_io(e, what, self.timeout))?;
-        Ok(frame)
+        buf.clear();
+        buf.resize(len, 0);
+        let read = if len >= DIRECT_LEN {
+            // What is buffered, then the rest straight from the socket (no copy through the
+            // buffer).
+            let have = self.stream.buffer().len().min(len);
+            buf[..have].copy_from_slice(&self.stream.buffer()[..have]);
+            self.stream.consume(have);
+            self.stream.get_mut().read_exact(&mut buf[have..])
+        } else {
+            self.stream.read_exact(buf)
+        };
+        read.map_err(|e| map_io(e, what, self.timeout))
     }
 }
 
@@ -175,6 +221,9 @@ impl FrameSender for TcpChannel {
 impl FrameReceiver for TcpChannel {
     fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
         self.rx.recv(what, max_len)
+    }
+    fn recv_into(&mut self, what: &'static str, max_len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        self.rx.recv_into(what, max_len, buf)
     }
 }
 

@@ -91,8 +91,7 @@ pub(crate) fn gather<C: Column>(
     buf.resize(ITEM_CHUNK, Block::ZERO);
     for (c, zc) in z.chunks(ITEM_CHUNK).enumerate() {
         let v = &mut buf[..zc.len()];
-        v.copy_from_slice(zc);
-        prf.block(block, v);
+        prf.block_into(block, zc, v);
         // The next chunk's inputs, fetched from memory while this chunk's columns are read
         // (otherwise every pass stalls on them: z is read once per pass, 16 bytes per item).
         let next = z.get((c + 1) * ITEM_CHUNK..).unwrap_or(&[]);
@@ -317,8 +316,8 @@ mod tests {
         for (i, zi) in z.iter().enumerate() {
             for j in 0..p.w {
                 let (b, shift) = p.locate(j);
-                let mut v = [*zi];
-                prf.block(b, &mut v);
+                let mut v = [Block::ZERO];
+                prf.block_into(b, &[*zi], &mut v);
                 let idx = (v[0].0 >> shift) as usize & (p.m - 1);
                 let want = (columns[j][idx / 64] >> (idx % 64)) & 1 == 1;
                 assert_eq!(slabs[j / 128][i].bit(j % 128), want, "item {i} column {j}");

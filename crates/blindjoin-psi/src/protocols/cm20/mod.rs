@@ -434,11 +434,13 @@ impl Prf {
         z
     }
 
-    /// Block `b` (0-based) of F's output on every input z, in place: G_{k_{b+1}}(z).
+    /// `out[i]` = block `b` (0-based) of F's output on `z[i]`, i.e. G_{k_{b+1}}(z[i]) (equal
+    /// lengths).
     #[inline]
-    pub(crate) fn block(&self, b: usize, z: &mut [Block]) {
-        if let Some(g) = self.blocks.get(b) {
-            g.permute(z);
+    pub(crate) fn block_into(&self, b: usize, z: &[Block], out: &mut [Block]) {
+        match self.blocks.get(b) {
+            Some(g) => g.permute_b2b(z, out),
+            None => out.copy_from_slice(z),
         }
     }
 }
@@ -553,8 +555,8 @@ mod tests {
             let want = FixedKeyAes::new(ks[0]).permute_block(x0).0 ^ x1.0;
             assert_eq!(z.0, want);
             for b in 0..3 {
-                let mut v = [*z];
-                prf.block(b, &mut v);
+                let mut v = [Block::ZERO];
+                prf.block_into(b, &[*z], &mut v);
                 assert_eq!(v[0], FixedKeyAes::new(ks[b + 1]).permute_block(*z));
             }
         }

@@ -56,14 +56,20 @@ pub fn send<C: Channel + ?Sized>(
 
     let (frame_len, frames) = (p.frame_len(), p.w * p.frames_per_column());
     let (queue_tx, queue_rx) = mpsc::channel::<Vec<u8>>();
+    // Frames the matrix is done with go back to the reader, which receives into them.
+    let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
     let mut t = t;
     pipelined(
         ch,
-        move |rx, aborted| read_deltas(rx, frame_len, frames, &queue_tx, aborted),
+        move |rx, aborted| read_deltas(rx, frame_len, frames, &queue_tx, &spare_rx, aborted),
         |tx| {
             let z = prf.inputs(&PrefixHash::new(H1_LABEL, &session.id, 16), &items);
             t = phases.lap("prf", t);
-            let slabs = columns(&p, &prf, &z, &keys, &s, &queue_rx, opts)?;
+            let queue = Deltas {
+                full: queue_rx,
+                spare: spare_tx,
+            };
+            let slabs = columns(&p, &prf, &z, &keys, &s, &queue, opts)?;
             drop(z);
             t = phases.lap("matrix", t);
             let h2 = PrefixHash::new(H2_LABEL, &session.id, p.row_bytes());
@@ -79,19 +85,29 @@ pub fn send<C: Channel + ?Sized>(
     Ok(SenderOutput { session, phases })
 }
 
-/// Reads the `frames` Δ frames, each exactly `frame_len` bytes, into `queue`.
+/// The Δ frames between the reader and the matrix: received ones, and used ones on their way
+/// back to be received into again.
+struct Deltas {
+    full: mpsc::Receiver<Vec<u8>>,
+    spare: mpsc::Sender<Vec<u8>>,
+}
+
+/// Reads the `frames` Δ frames, each exactly `frame_len` bytes, into `queue`, reusing the
+/// buffers that come back on `spare`.
 fn read_deltas(
     rx: &mut dyn FrameReceiver,
     frame_len: usize,
     frames: usize,
     queue: &mpsc::Sender<Vec<u8>>,
+    spare: &mpsc::Receiver<Vec<u8>>,
     aborted: &AtomicBool,
 ) -> Result<()> {
     for i in 0..frames {
         if aborted.load(Ordering::Relaxed) {
             break;
         }
-        let frame = rx.recv(MSG_DELTA, frame_len)?;
+        let mut frame = spare.try_recv().unwrap_or_default();
+        rx.recv_into(MSG_DELTA, frame_len, &mut frame)?;
         if frame.len() != frame_len {
             return Err(Error::malformed(
                 MSG_DELTA,
@@ -114,7 +130,7 @@ fn columns(
     z: &[Block],
     keys: &[[u8; 16]],
     s: &[bool],
-    queue: &mpsc::Receiver<Vec<u8>>,
+    queue: &Deltas,
     opts: &RunOptions,
 ) -> Result<Vec<Vec<Block>>> {
     let spans = matrix::spans(p, matrix::span_len(p, p.m / 8));
@@ -133,9 +149,12 @@ fn columns(
         }
         for (slot, span) in slots.iter_mut().zip(batch) {
             for frames in &mut slot.delta[..span.len] {
-                frames.clear();
+                for used in frames.drain(..) {
+                    // The reader may be done; then the buffer is simply dropped.
+                    let _ = queue.spare.send(used);
+                }
                 for _ in 0..p.frames_per_column() {
-                    frames.push(queue.recv().map_err(|_| queue_closed(MSG_DELTA))?);
+                    frames.push(queue.full.recv().map_err(|_| queue_closed(MSG_DELTA))?);
                 }
             }
         }
