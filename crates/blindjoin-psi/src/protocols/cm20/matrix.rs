@@ -3,6 +3,7 @@
 //! and their transposition into per-item rows, and H2 over those rows.
 
 use super::{Params, PrefixHash, Prf};
+use crate::RunOptions;
 use blindjoin_core::transpose::transpose_128xn;
 use blindjoin_core::{Block, Result};
 use rayon::prelude::*;
@@ -56,7 +57,7 @@ pub(crate) fn spans(p: &Params, max_len: usize) -> Vec<Span> {
 
 /// Groups spans into batches of at most `per_batch` spans that never cross a slab; returns
 /// index ranges into `spans`.
-pub(crate) fn batches(spans: &[Span], per_batch: usize) -> Vec<Range<usize>> {
+fn batches(spans: &[Span], per_batch: usize) -> Vec<Range<usize>> {
     let mut out: Vec<Range<usize>> = Vec::new();
     for (i, s) in spans.iter().enumerate() {
         match out.last_mut() {
@@ -70,8 +71,61 @@ pub(crate) fn batches(spans: &[Span], per_batch: usize) -> Vec<Range<usize>> {
 }
 
 /// Spans per batch: two per thread, so that every thread has work while spans differ in size.
-pub(crate) fn spans_per_batch() -> usize {
+fn spans_per_batch() -> usize {
     2 * rayon::current_num_threads().max(1)
+}
+
+/// Runs all w columns for `n` items, span by span, and returns the gathered bits as slabs of
+/// 128 columns (block i of slab s = item i's bits of columns 128s…128s+127).
+///
+/// Spans hold columns of `column_mem` bytes of state each; a batch of spans runs at a time, one
+/// slot (made by `slot(span_max)`, reused from batch to batch) per span. For each batch,
+/// `prepare` sees every slot and its span in order on the calling thread (the sender takes the
+/// Δ frames here), `run` fills the span's rows in parallel (bit i of `rows[k]` = the party's
+/// bit of column `span.first + k` at item i's index), and `finish` sees them in order again
+/// (the receiver sends its Δ columns here). Reports progress as phase "matrix".
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn drive<S: Send>(
+    p: &Params,
+    n: usize,
+    column_mem: usize,
+    slot: impl Fn(usize) -> S,
+    mut prepare: impl FnMut(&mut S, Span) -> Result<()>,
+    run: impl Fn(&mut S, Span, &mut [&mut [u8]]) + Sync,
+    mut finish: impl FnMut(&mut S, Span) -> Result<()>,
+    opts: &RunOptions,
+) -> Result<Vec<Vec<Block>>> {
+    let spans = spans(p, span_len(p, column_mem));
+    let per_batch = spans_per_batch();
+    let span_max = spans.iter().map(|s| s.len).max().unwrap_or(1);
+    let mut slots: Vec<S> = (0..per_batch).map(|_| slot(span_max)).collect();
+    let mut slabs = Vec::with_capacity(p.slabs());
+    let mut slab = Slab::new(n);
+    for batch in batches(&spans, per_batch) {
+        let batch = &spans[batch];
+        let (first, last) = (batch[0].first, batch[batch.len() - 1]);
+        let slab_first = first / 128 * 128;
+        if first == slab_first && first > 0 {
+            let full = std::mem::replace(&mut slab, Slab::new(n));
+            slabs.push(full.transpose()?);
+        }
+        for (slot, span) in slots.iter_mut().zip(batch) {
+            prepare(slot, *span)?;
+        }
+        let rows = slab.rows(first - slab_first..last.first + last.len - slab_first);
+        let rows = split_rows(rows, batch);
+        slots
+            .par_iter_mut()
+            .zip(batch.par_iter())
+            .zip(rows.into_par_iter())
+            .for_each(|((slot, span), mut rows)| run(slot, *span, &mut rows));
+        for (slot, span) in slots.iter_mut().zip(batch) {
+            finish(slot, *span)?;
+        }
+        opts.report("matrix", (last.first + last.len) as u64, p.w as u64);
+    }
+    slabs.push(slab.transpose()?);
+    Ok(slabs)
 }
 
 /// For every item i (inputs `z`) and column `first + k`, bit i of `rows[k]` =
@@ -159,7 +213,7 @@ fn prefetch<T>(x: &T) {
 }
 
 /// The gathered bits of one 128-column slab: 128 rows (columns) of `row_bytes` bytes (items).
-pub(crate) struct Slab {
+struct Slab {
     bits: Vec<u8>,
     row_bytes: usize,
 }
@@ -194,10 +248,7 @@ impl Slab {
 
 /// Splits the rows of a batch among its spans: `rows` are the rows of the batch's columns in
 /// order.
-pub(crate) fn split_rows<'a>(
-    mut rows: Vec<&'a mut [u8]>,
-    spans: &[Span],
-) -> Vec<Vec<&'a mut [u8]>> {
+fn split_rows<'a>(mut rows: Vec<&'a mut [u8]>, spans: &[Span]) -> Vec<Vec<&'a mut [u8]>> {
     let mut out = Vec::with_capacity(spans.len());
     for s in spans.iter().rev() {
         let at = rows.len().saturating_sub(s.len);

@@ -1,7 +1,7 @@
 //! The receiver's side of `cm20` (CM20's P2; see the module doc for the message flow).
 
 use super::join;
-use super::matrix::{self, Column, Slab, Span};
+use super::matrix::{self, Column, Span};
 use super::{H1_LABEL, H2_LABEL, MSG_TAGS, NAME, Params, PrefixHash, Prf, PrfKey, params};
 use crate::protocols::common::validate_security;
 use crate::{Phases, ReceiverOutput, RunOptions};
@@ -12,7 +12,6 @@ use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Result};
 use blindjoin_ot::base::{BaseOtSender, ChouOrlandiSender};
 use rand::CryptoRng;
-use rayon::prelude::*;
 use std::time::Instant;
 use zeroize::{Zeroize, Zeroizing};
 
@@ -82,39 +81,23 @@ fn columns(
     opts: &RunOptions,
 ) -> Result<Vec<Vec<Block>>> {
     // A_j and D_j interleaved by 64-bit words: 2·m/8 bytes of state per column.
-    let spans = matrix::spans(p, matrix::span_len(p, p.m / 4));
-    let per_batch = matrix::spans_per_batch();
-    let span_max = spans.iter().map(|s| s.len).max().unwrap_or(1);
-    let mut slots: Vec<Slot> = (0..per_batch).map(|_| Slot::new(p, span_max)).collect();
-    let mut slabs = Vec::with_capacity(p.slabs());
-    let mut slab = Slab::new(z.len());
-    for batch in matrix::batches(&spans, per_batch) {
-        let batch = &spans[batch];
-        let (first, last) = (batch[0].first, batch[batch.len() - 1]);
-        let slab_first = first / 128 * 128;
-        if first == slab_first && first > 0 {
-            let full = std::mem::replace(&mut slab, Slab::new(z.len()));
-            slabs.push(full.transpose()?);
-        }
-        let rows = slab.rows(first - slab_first..last.first + last.len - slab_first);
-        let rows = matrix::split_rows(rows, batch);
-        slots
-            .par_iter_mut()
-            .zip(batch.par_iter())
-            .zip(rows.into_par_iter())
-            .for_each(|((slot, span), mut rows)| slot.run(p, prf, z, keys, *span, &mut rows));
-        for (slot, span) in slots.iter().zip(batch) {
+    matrix::drive(
+        p,
+        z.len(),
+        p.m / 4,
+        |span_max| Slot::new(p, span_max),
+        |_, _| Ok(()),
+        |slot, span, rows| slot.run(p, prf, z, keys, span, rows),
+        |slot, span| {
             for col in &slot.cols[..span.len] {
                 for frame in col.delta.chunks(p.frame_len()) {
                     ch.send(frame)?;
                 }
             }
-        }
-        let done = (last.first + last.len) as u64;
-        opts.report("matrix", done, p.w as u64);
-    }
-    slabs.push(slab.transpose()?);
-    Ok(slabs)
+            Ok(())
+        },
+        opts,
+    )
 }
 
 /// One column of the receiver: A_j and D_j interleaved (`words[k] = [A_j word k, D_j word k]`),

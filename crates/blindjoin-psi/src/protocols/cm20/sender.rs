@@ -1,6 +1,6 @@
 //! The sender's side of `cm20` (CM20's P1; see the module doc for the message flow).
 
-use super::matrix::{self, Column, Slab, Span};
+use super::matrix::{self, Column, Span};
 use super::{
     H1_LABEL, H2_LABEL, MSG_DELTA, MSG_KEY, MSG_SETUP, NAME, Params, PrefixHash, Prf, PrfKey,
     Setup, params,
@@ -15,7 +15,6 @@ use blindjoin_core::{Block, Error, Result};
 use blindjoin_ot::base::{BaseOtReceiver, ChouOrlandiReceiver};
 use rand::CryptoRng;
 use rand::seq::SliceRandom;
-use rayon::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
@@ -133,21 +132,12 @@ fn columns(
     queue: &Deltas,
     opts: &RunOptions,
 ) -> Result<Vec<Vec<Block>>> {
-    let spans = matrix::spans(p, matrix::span_len(p, p.m / 8));
-    let per_batch = matrix::spans_per_batch();
-    let span_max = spans.iter().map(|s| s.len).max().unwrap_or(1);
-    let mut slots: Vec<Slot> = (0..per_batch).map(|_| Slot::new(p, span_max)).collect();
-    let mut slabs = Vec::with_capacity(p.slabs());
-    let mut slab = Slab::new(z.len());
-    for batch in matrix::batches(&spans, per_batch) {
-        let batch = &spans[batch];
-        let (first, last) = (batch[0].first, batch[batch.len() - 1]);
-        let slab_first = first / 128 * 128;
-        if first == slab_first && first > 0 {
-            let full = std::mem::replace(&mut slab, Slab::new(z.len()));
-            slabs.push(full.transpose()?);
-        }
-        for (slot, span) in slots.iter_mut().zip(batch) {
+    matrix::drive(
+        p,
+        z.len(),
+        p.m / 8,
+        |span_max| Slot::new(p, span_max),
+        |slot, span| {
             for frames in &mut slot.delta[..span.len] {
                 for used in frames.drain(..) {
                     // The reader may be done; then the buffer is simply dropped.
@@ -157,19 +147,12 @@ fn columns(
                     frames.push(queue.full.recv().map_err(|_| queue_closed(MSG_DELTA))?);
                 }
             }
-        }
-        let rows = slab.rows(first - slab_first..last.first + last.len - slab_first);
-        let rows = matrix::split_rows(rows, batch);
-        slots
-            .par_iter_mut()
-            .zip(batch.par_iter())
-            .zip(rows.into_par_iter())
-            .for_each(|((slot, span), mut rows)| slot.run(p, prf, z, keys, s, *span, &mut rows));
-        let done = (last.first + last.len) as u64;
-        opts.report("matrix", done, p.w as u64);
-    }
-    slabs.push(slab.transpose()?);
-    Ok(slabs)
+            Ok(())
+        },
+        |slot, span, rows| slot.run(p, prf, z, keys, s, span, rows),
+        |_, _| Ok(()),
+        opts,
+    )
 }
 
 /// One column C_j of the sender.
