@@ -7,7 +7,6 @@
 mod common;
 
 use blindjoin_core::Error;
-use blindjoin_core::channel::metered::Metered;
 use blindjoin_core::item::{Item, items_from_records};
 use blindjoin_psi::protocols::cm20;
 use blindjoin_psi::{Protocol, ReceiverOutput, RunOptions, SenderOutput};
@@ -57,42 +56,19 @@ fn result_does_not_depend_on_the_thread_count() {
     }
 }
 
-fn varint_len(mut v: u64) -> u64 {
-    let mut n = 1;
-    while v >= 0x80 {
-        v >>= 7;
-        n += 1;
-    }
-    n
-}
-
 #[test]
 fn metered_bytes_match_the_formula() {
     // n_R = 300, n_S = 500: m = 512, tags of 40 + ⌈log2(150000)⌉ = 58 bits = 8 bytes.
     let (r, s) = sets_with_overlap(300, 500, 100, 9);
     let (ri, si) = (items_from_records(&r), items_from_records(&s));
-    let o = RunOptions::default();
-    let (rt, st) = run_two_party(
-        |ch| {
-            let mut m = Metered::new(ch);
-            let out = P.receive(&mut m, &ri, &o, &mut rng(1)).unwrap();
-            assert_eq!(out.indices.len(), 100);
-            m.traffic()
-        },
-        |ch| {
-            let mut m = Metered::new(ch);
-            P.send(&mut m, &si, &o, &mut rng(2)).unwrap();
-            m.traffic()
-        },
-    );
-    assert_eq!(rt.bytes_sent, st.bytes_received);
-    assert_eq!(st.bytes_sent, rt.bytes_received);
+    let (indices, rt, st) = common::metered(P, &ri, &si);
+    assert_eq!(indices.len(), 100);
     let (m, tag_bits, tag_len) = (512u64, 58u64, 8u64);
     let w = u64::from(cm20::width(128, 40, m, 300, 500).unwrap());
     assert!((128..400).contains(&w), "w = {w}");
     // Receiver: hello and verdict, Setup {m, w, ℓ2} (postcard varints), the base-OT point S,
     // the PRF key, one frame of m/8 bytes per Δ column.
-    let setup = varint_len(m) + varint_len(w) + varint_len(tag_bits);
+    let setup = common::varint_len(m) + common::varint_len(w) + common::varint_len(tag_bits);
     let rest = (setup + 4) + (32 + 4) + (16 + 4) + w * (m / 8 + 4);
     let hello = rt.bytes_sent - rest;
     assert!(hello < 600, "hello and verdict are {hello} bytes");

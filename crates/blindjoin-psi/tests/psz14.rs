@@ -6,7 +6,6 @@
 
 mod common;
 
-use blindjoin_core::channel::metered::{Metered, Traffic};
 use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
 use blindjoin_core::item::{Item, items_from_records};
 use blindjoin_core::{Block, Error, Result};
@@ -161,26 +160,6 @@ fn full_stash_and_overloaded_sender_bins() {
     assert_eq!(ro.indices, (0..n1).collect::<Vec<_>>());
 }
 
-fn metered(recv: &[Item], send: &[Item]) -> (Traffic, Traffic) {
-    let o = RunOptions::default();
-    run_two_party(
-        |ch| {
-            let mut m = Metered::new(ch);
-            P.receive(&mut m, recv, &o, &mut rng(1)).unwrap();
-            m.traffic()
-        },
-        |ch| {
-            let mut m = Metered::new(ch);
-            P.send(&mut m, send, &o, &mut rng(2)).unwrap();
-            m.traffic()
-        },
-    )
-}
-
-fn varint_len(v: u64) -> u64 {
-    u64::from((64 - v.max(1).leading_zeros()).div_ceil(7))
-}
-
 /// Bytes of `count` elements of `len` bytes sent as frames of at most 2^14 elements.
 fn bulk(count: u64, len: u64) -> u64 {
     count * len + 4 * count.div_ceil(1 << 14)
@@ -201,7 +180,10 @@ fn formula(n1: usize, n2: usize) -> (u64, u64) {
         u += 256 * (c * t).div_ceil(128) * 16 + 4;
         lo += c;
     }
-    let setup = varint_len(bins) + varint_len(STASH as u64) + varint_len(u64::from(sigma)) + 4;
+    let setup = common::varint_len(bins)
+        + common::varint_len(STASH as u64)
+        + common::varint_len(u64::from(sigma))
+        + 4;
     let receiver = setup + (32 + 4) + u;
     let l2 = tag_bytes(40, n1 as u64, n2 as u64) as u64;
     let l1 = u64::from(stash_mask_bits(40, n2 as u64).div_ceil(8));
@@ -214,7 +196,7 @@ fn metered_bytes_match_the_formula() {
     for (n1, n2) in [(300, 500), (20_000, 30_001), (10, 1000)] {
         let (r, s) = sets_with_overlap(n1, n2, 7, 9);
         let (ri, si) = (items_from_records(&r), items_from_records(&s));
-        let (rt, st) = metered(&ri, &si);
+        let (_, rt, st) = common::metered(P, &ri, &si);
         assert_eq!(rt.bytes_sent, st.bytes_received);
         assert_eq!(st.bytes_sent, rt.bytes_received);
         let (fr, fs) = formula(n1, n2);
@@ -224,7 +206,7 @@ fn metered_bytes_match_the_formula() {
             hello < 400,
             "{n1}x{n2}: hello and verdict are {hello} bytes"
         );
-        let hello_s = hello + varint_len(n2 as u64) - varint_len(n1 as u64);
+        let hello_s = hello + common::varint_len(n2 as u64) - common::varint_len(n1 as u64);
         assert_eq!(st.bytes_sent, hello_s + fs, "{n1}x{n2}");
 
         // Against PSZ Tab. 4's Cuckoo row, (2(1+ε)·n1 + s)·t OTs of 2κ bits plus s·n2·ℓ1 +

@@ -271,27 +271,10 @@ fn peer_hanging_up_mid_protocol_is_an_error_on_both_sides() {
 
 #[test]
 fn metered_bytes_match_the_formula() {
-    use blindjoin_core::channel::metered::Metered;
     // n1 = 300, n2 = 500: tags of 40 + ⌈log2(150000)⌉ = 58 bits = 8 bytes.
     let (r, s) = sets_with_overlap(300, 500, 100, 9);
     let (ri, si) = (items_from_records(&r), items_from_records(&s));
-    let o = RunOptions::default();
-    let (rt, st) = run_two_party(
-        |ch| {
-            let mut m = Metered::new(ch);
-            Protocol::Ecdh
-                .receive(&mut m, &ri, &o, &mut rng(1))
-                .unwrap();
-            m.traffic()
-        },
-        |ch| {
-            let mut m = Metered::new(ch);
-            Protocol::Ecdh.send(&mut m, &si, &o, &mut rng(2)).unwrap();
-            m.traffic()
-        },
-    );
-    assert_eq!(rt.bytes_sent, st.bytes_received);
-    assert_eq!(st.bytes_sent, rt.bytes_received);
+    let (_, rt, st) = common::metered(Protocol::Ecdh, &ri, &si);
     let hello = rt.bytes_sent - (32 * 300 + 4);
     // Receiver: hello + one frame of 300 points. Sender: hello + one frame of 500 points + one
     // frame of 300 tags; both hellos have the same length.
@@ -303,28 +286,11 @@ fn _assert_channel_object_safe(_: &mut dyn Channel) {}
 
 #[test]
 fn kkrt16_metered_bytes_match_the_formula() {
-    use blindjoin_core::channel::metered::Metered;
     use blindjoin_psi::hashing::CuckooParams;
     // n1 = 300, n2 = 500: tags of 40 + ⌈log2(150000)⌉ = 58 bits = 8 bytes; k = 512.
     let (r, s) = sets_with_overlap(300, 500, 100, 9);
     let (ri, si) = (items_from_records(&r), items_from_records(&s));
-    let o = RunOptions::default();
-    let (rt, st) = run_two_party(
-        |ch| {
-            let mut m = Metered::new(ch);
-            Protocol::Kkrt16
-                .receive(&mut m, &ri, &o, &mut rng(1))
-                .unwrap();
-            m.traffic()
-        },
-        |ch| {
-            let mut m = Metered::new(ch);
-            Protocol::Kkrt16.send(&mut m, &si, &o, &mut rng(2)).unwrap();
-            m.traffic()
-        },
-    );
-    assert_eq!(rt.bytes_sent, st.bytes_received);
-    assert_eq!(st.bytes_sent, rt.bytes_received);
+    let (_, rt, st) = common::metered(Protocol::Kkrt16, &ri, &si);
     let bins = CuckooParams::kkrt(300, 40).unwrap().num_bins() as u64;
     assert!(bins < 1 << 14, "the bin count is a 2-byte varint");
     let u_columns = 512 * bins.div_ceil(128) * 16;

@@ -343,6 +343,17 @@ where
     })
 }
 
+/// The positions of the `true` entries of `found`, in increasing order: the receiver's
+/// intersection indices from its per-item flags.
+pub(crate) fn found_indices(found: &[bool]) -> Vec<usize> {
+    found
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| **f)
+        .map(|(i, _)| i)
+        .collect()
+}
+
 /// The error `main` reports when the reader's queue closed early (the reader's own error wins).
 pub(crate) fn queue_closed(what: &'static str) -> Error {
     Error::PeerClosed { during: what }

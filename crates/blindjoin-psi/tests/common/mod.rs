@@ -1,6 +1,7 @@
 //! The exact-index check every protocol's test file runs (`mod common;` in each).
 
-use blindjoin_core::item::items_from_records;
+use blindjoin_core::channel::metered::{Metered, Traffic};
+use blindjoin_core::item::{Item, items_from_records};
 use blindjoin_psi::{Protocol, RunOptions};
 use blindjoin_testkit::{oracle, rng, run_two_party, sets_with_overlap};
 
@@ -50,4 +51,32 @@ pub fn exact_suite(p: Protocol, extra: &[(usize, usize, usize)], seed: u64) {
     for (i, &(a, b, k)) in BASE_CASES.iter().chain(extra).enumerate() {
         check_exact(p, a, b, k, seed + i as u64);
     }
+}
+
+/// Runs `p` with default options over metered channels; returns the receiver's indices and
+/// both sides' traffic, after checking that each side received what the other sent.
+#[allow(dead_code)]
+pub fn metered(p: Protocol, recv: &[Item], send: &[Item]) -> (Vec<usize>, Traffic, Traffic) {
+    let o = RunOptions::default();
+    let ((indices, rt), st) = run_two_party(
+        |ch| {
+            let mut m = Metered::new(ch);
+            let out = p.receive(&mut m, recv, &o, &mut rng(1)).unwrap();
+            (out.indices, m.traffic())
+        },
+        |ch| {
+            let mut m = Metered::new(ch);
+            p.send(&mut m, send, &o, &mut rng(2)).unwrap();
+            m.traffic()
+        },
+    );
+    assert_eq!(rt.bytes_sent, st.bytes_received);
+    assert_eq!(st.bytes_sent, rt.bytes_received);
+    (indices, rt, st)
+}
+
+/// Bytes of `v` as a postcard (LEB128) varint.
+#[allow(dead_code)]
+pub fn varint_len(v: u64) -> u64 {
+    u64::from((64 - v.max(1).leading_zeros()).div_ceil(7))
 }

@@ -3,7 +3,9 @@
 use super::{HASHES, MSG_TAGS, NAME, Setup, code_width, hash_seed, oprf_input, params};
 use crate::hashing::{CuckooParams, CuckooTable};
 use crate::params::tag_bytes;
-use crate::protocols::common::{TagTable, check_tag_len, tag_mask, validate_security};
+use crate::protocols::common::{
+    TagTable, check_tag_len, found_indices, tag_mask, validate_security,
+};
 use crate::{Phases, ReceiverOutput, RunOptions};
 use blindjoin_core::channel::{BulkReader, Channel, send_msg};
 use blindjoin_core::handshake::{Role, handshake};
@@ -91,12 +93,7 @@ pub fn receive<C: Channel + ?Sized>(
             );
         }
     }
-    let indices = found
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| **f)
-        .map(|(i, _)| i)
-        .collect();
+    let indices = found_indices(&found);
     phases.lap("match", t);
     Ok(ReceiverOutput {
         indices,

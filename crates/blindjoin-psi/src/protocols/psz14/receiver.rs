@@ -5,7 +5,7 @@ use super::{
     bin_seed, block_of, domain_aes, mask_aes, params, tccr_tweaked,
 };
 use crate::hashing::{CuckooParams, CuckooTable};
-use crate::protocols::common::{tag_from_bytes, validate_security};
+use crate::protocols::common::{found_indices, tag_from_bytes, validate_security};
 use crate::{Phases, ReceiverOutput, RunOptions};
 use blindjoin_core::channel::{BulkReader, Channel, send_msg};
 use blindjoin_core::handshake::{Role, handshake};
@@ -195,12 +195,7 @@ pub fn receive<C: Channel + ?Sized>(
             }
         }
     }
-    let indices = found
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| **f)
-        .map(|(i, _)| i)
-        .collect();
+    let indices = found_indices(&found);
     phases.lap("match", t);
     Ok(ReceiverOutput {
         indices,
