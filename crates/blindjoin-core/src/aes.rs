@@ -137,13 +137,38 @@ impl FixedKeyAes {
     /// low bits): the sum is taken in `u128`, so tweaks never wrap and are distinct for
     /// distinct `j` even when `first_tweak + j` exceeds `u64::MAX`.
     pub fn tccr_hash(&self, first_tweak: u64, blocks: &mut [Block]) {
-        let mut tmp = [Block::ZERO; CHUNK];
         let mut tweak = u128::from(first_tweak);
+        self.tccr_chunks(blocks, |chunk, tmp| {
+            xor_tweaks(chunk, tweak, tmp);
+            tweak += chunk.len() as u128;
+        });
+    }
+
+    /// [`tccr_hash`](Self::tccr_hash) with an arbitrary tweak per block: `blocks[j]` is hashed
+    /// under `tweak(j)`, in place (for protocols whose tweak is a bin or slot number rather
+    /// than a running index).
+    pub fn tccr_hash_with(&self, blocks: &mut [Block], tweak: impl Fn(usize) -> u128) {
+        let mut first = 0usize;
+        self.tccr_chunks(blocks, |chunk, tmp| {
+            for (k, (t, x)) in tmp.iter_mut().zip(chunk.iter()).enumerate() {
+                *t = Block(x.0 ^ tweak(first + k));
+            }
+            first += chunk.len();
+        });
+    }
+
+    /// The TCCR skeleton over stack-buffered chunks: π(x) in place, `tweak_into(π(x), tmp)`
+    /// writes π(x) ⊕ i into `tmp`, then x ← π(tmp) ⊕ π(x).
+    fn tccr_chunks(
+        &self,
+        blocks: &mut [Block],
+        mut tweak_into: impl FnMut(&[Block], &mut [Block]),
+    ) {
+        let mut tmp = [Block::ZERO; CHUNK];
         for chunk in blocks.chunks_mut(CHUNK) {
             let tmp = &mut tmp[..chunk.len()];
             self.permute(chunk);
-            xor_tweaks(chunk, tweak, tmp);
-            tweak += chunk.len() as u128;
+            tweak_into(chunk, tmp);
             self.permute(tmp);
             crate::block::xor_in_place(chunk, tmp);
         }
@@ -154,18 +179,12 @@ impl FixedKeyAes {
     /// [`tccr_hash`](Self::tccr_hash) on pairs: both blocks of `pairs[j]` are hashed with the
     /// tweak `first_tweak + j` (the two messages of one random OT), in place.
     pub fn tccr_hash_pairs(&self, first_tweak: u64, pairs: &mut [[Block; 2]]) {
-        let mut tmp = [Block::ZERO; CHUNK];
+        // CHUNK is even, so every chunk of the flattened pairs holds whole pairs.
         let mut tweak = u128::from(first_tweak);
-        for chunk in pairs.chunks_mut(CHUNK / 2) {
-            let pairs_here = chunk.len() as u128;
-            let flat = chunk.as_flattened_mut();
-            let tmp = &mut tmp[..flat.len()];
-            self.permute(flat);
+        self.tccr_chunks(pairs.as_flattened_mut(), |flat, tmp| {
             xor_pair_tweaks(flat, tweak, tmp);
-            tweak += pairs_here;
-            self.permute(tmp);
-            crate::block::xor_in_place(flat, tmp);
-        }
+            tweak += (flat.len() / 2) as u128;
+        });
     }
 }
 
@@ -448,6 +467,31 @@ mod tests {
         let mut v = vec![Block(5); 2];
         aes.tccr_hash(0, &mut v);
         assert_ne!(v[0], v[1]);
+    }
+
+    #[test]
+    fn tccr_hash_with_uses_each_blocks_own_tweak() {
+        let aes = FixedKeyAes::new(Block(0x1234));
+        for n in [0usize, 1, 255, 256, 700] {
+            let v = random_blocks(n as u64 + 7, n);
+            let tweak = |j: usize| (j as u128 * 0x9e37_79b9) ^ (1u128 << 100);
+            let mut got = v.clone();
+            aes.tccr_hash_with(&mut got, tweak);
+            for (j, (x, y)) in v.iter().zip(&got).enumerate() {
+                let px = aes.permute_block(*x);
+                assert_eq!(
+                    *y,
+                    aes.permute_block(px ^ Block(tweak(j))) ^ px,
+                    "n {n} j {j}"
+                );
+            }
+            // With consecutive tweaks it is tccr_hash.
+            let mut a = v.clone();
+            aes.tccr_hash_with(&mut a, |j| 5 + j as u128);
+            let mut b = v.clone();
+            aes.tccr_hash(5, &mut b);
+            assert_eq!(a, b);
+        }
     }
 
     #[test]

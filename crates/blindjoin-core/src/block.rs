@@ -32,6 +32,12 @@ pub struct Block(pub u128);
 impl Block {
     /// The all-zero block (the field's zero).
     pub const ZERO: Block = Block(0);
+    /// A uniformly random block: two 64-bit draws from `rng`, the first in the low half.
+    pub fn random(rng: &mut (impl rand::RngCore + ?Sized)) -> Block {
+        let lo = u128::from(rng.next_u64());
+        Block(lo | (u128::from(rng.next_u64()) << 64))
+    }
+
     /// The all-ones block.
     pub const ONES: Block = Block(u128::MAX);
 

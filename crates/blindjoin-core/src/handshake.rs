@@ -26,7 +26,7 @@
 
 use crate::channel::{Channel, FrameReceiver, FrameSender, recv_msg, send_msg};
 use crate::item::{domain_hasher, update_prefixed};
-use crate::{Error, Result};
+use crate::{Block, Error, Result};
 use rand::CryptoRng;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -146,9 +146,39 @@ impl Session {
     /// A SHA-256 state bound to this session and to `label`; feed it length-prefixed data
     /// ([`update_prefixed`]).
     pub fn hasher(&self, label: &str) -> Sha256 {
-        let mut h = domain_hasher(label.as_bytes());
-        update_prefixed(&mut h, &self.id);
-        h
+        session_hasher(&self.id, label)
+    }
+
+    /// A 128-bit value bound to this session and `label` (a seed of hash functions, a
+    /// fixed-key AES key): [`session_block`] of the session id.
+    pub fn block(&self, label: &str) -> Block {
+        session_block(&self.id, label)
+    }
+}
+
+/// The SHA-256 state of [`Session::hasher`] for a session id `sid`.
+pub fn session_hasher(sid: &[u8; 32], label: &str) -> Sha256 {
+    let mut h = domain_hasher(label.as_bytes());
+    update_prefixed(&mut h, sid);
+    h
+}
+
+/// The first 128 bits of `SHA-256(domain(label) ‖ len-prefixed sid)`: a public value that both
+/// parties derive from the session id alone, fixed only once both hellos (and their fresh
+/// nonces) are.
+pub fn session_block(sid: &[u8; 32], label: &str) -> Block {
+    let d = session_hasher(sid, label).finalize();
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&d[..16]);
+    Block::from_bytes(b)
+}
+
+/// Compares parameters that a peer announced after the handshake with our own: `fields` holds
+/// `(name, ours, peer)`; the first difference is [`Error::ParamMismatch`] naming the field.
+pub fn expect_same(fields: &[(&str, u64, u64)]) -> Result<()> {
+    match fields.iter().find(|(_, ours, peer)| ours != peer) {
+        Some((field, ours, peer)) => Err(mismatch(field, ours, peer)),
+        None => Ok(()),
     }
 }
 
@@ -314,4 +344,34 @@ pub fn handshake<C: Channel + ?Sized>(
         kappa: cfg.kappa,
         lambda: cfg.lambda,
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expect_same_names_the_first_differing_field() {
+        assert!(expect_same(&[("a", 1, 1), ("b", 2, 2)]).is_ok());
+        assert!(expect_same(&[]).is_ok());
+        match expect_same(&[("a", 1, 1), ("b", 2, 3), ("c", 4, 5)]) {
+            Err(Error::ParamMismatch { field, ours, peer }) => {
+                assert_eq!(
+                    (field.as_str(), ours.as_str(), peer.as_str()),
+                    ("b", "2", "3")
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn session_blocks_are_the_hashers_first_16_bytes() {
+        let sid = [5u8; 32];
+        let d = session_hasher(&sid, "x/y").finalize();
+        assert_eq!(session_block(&sid, "x/y").to_bytes()[..], d[..16]);
+        assert_ne!(session_block(&sid, "x/y"), session_block(&sid, "x/z"));
+        assert_ne!(session_block(&sid, "x/y"), session_block(&[6u8; 32], "x/y"));
+    }
 }

@@ -8,7 +8,10 @@
 //! - [`block`]: the 128-bit [`Block`] of the OT-extension layer and GF(2^128) arithmetic;
 //! - [`aes`]: fixed-key AES as a random permutation and the correlation-robust hashes built on it;
 //! - [`prg`]: the AES-CTR pseudorandom generator [`AesPrg`](prg::AesPrg) that expands OT seeds;
-//! - [`transpose`]: 128×128 and 128×n bit-matrix transposition (IKNP's transpose).
+//! - [`transpose`]: 128×128 and 128×n bit-matrix transposition (IKNP's transpose);
+//! - [`sha256x`] and [`prefix_hash`]: two-lane SHA-256 compression, and SHA-256 of fixed-length
+//!   messages behind a domain-prefix block (the row hashes of OT extension, CM20's H1 and H2);
+//! - [`cache`]: prefetch hints for random-access loops.
 //!
 //! This crate implements no OT or PSI protocol, only the primitives they share. It never panics on peer input: every length read from
 //! the peer is checked against a caller-given bound before anything is allocated.
@@ -16,10 +19,12 @@
 
 pub mod aes;
 pub mod block;
+pub mod cache;
 pub mod channel;
 pub mod error;
 pub mod handshake;
 pub mod item;
+pub mod prefix_hash;
 pub mod prg;
 pub mod sha256x;
 pub mod transpose;

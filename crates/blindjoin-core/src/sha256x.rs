@@ -39,6 +39,18 @@
 
 use sha2::block_api::compress256;
 
+/// SHA-256's initial hash value H(0) (FIPS 180-4 §5.3.3): the state before the first block.
+pub const SHA256_IV: [u32; 8] = [
+    0x6a09_e667,
+    0xbb67_ae85,
+    0x3c6e_f372,
+    0xa54f_f53a,
+    0x510e_527f,
+    0x9b05_688c,
+    0x1f83_d9ab,
+    0x5be0_cd19,
+];
+
 #[cfg(target_arch = "x86_64")]
 cpufeatures::new!(cpuid_sha, "sha", "sse2", "ssse3", "sse4.1");
 
@@ -354,16 +366,6 @@ mod tests {
     /// Full SHA-256 of two padded 100-byte messages (two blocks each) equals `Sha256::digest`.
     #[test]
     fn matches_sha256_digest() {
-        const IV: [u32; 8] = [
-            0x6a09_e667,
-            0xbb67_ae85,
-            0x3c6e_f372,
-            0xa54f_f53a,
-            0x510e_527f,
-            0x9b05_688c,
-            0x1f83_d9ab,
-            0x5be0_cd19,
-        ];
         let mut rng = StdRng::seed_from_u64(9);
         let msgs: [Vec<u8>; 2] = core::array::from_fn(|_| {
             let mut m = vec![0u8; 100];
@@ -378,7 +380,7 @@ mod tests {
             flat[120..].copy_from_slice(&(100u64 * 8).to_be_bytes());
             p
         });
-        let mut states = [IV; 2];
+        let mut states = [SHA256_IV; 2];
         compress256_x2(&mut states, [&padded[0], &padded[1]]);
         for (l, s) in states.iter().enumerate() {
             let got: Vec<u8> = s.iter().flat_map(|w| w.to_be_bytes()).collect();

@@ -217,27 +217,13 @@ pub fn transpose_128xn_with(
             }
             // Ask for the same row's bytes of the next pass now: 128 rows far apart defeat the
             // hardware prefetchers, and a pass of SPAN/16 tiles hides the latency.
-            prefetch(&input[(from + SPAN).min(input.len())..]);
+            crate::cache::prefetch_span(&input[(from + SPAN).min(input.len())..], SPAN);
         }
         // SAFETY: `imp` is available (checked above); `buf` holds 128 rows `stride` bytes
         // apart, of which the first `width = 16 * tiles.len() <= stride` bytes are read.
         unsafe { tiles_from_rows(imp, &buf, stride, tiles) };
     }
     Ok(())
-}
-
-/// Prefetches the first `SPAN` bytes of `bytes` (or fewer, if shorter) into the cache.
-#[inline(always)]
-fn prefetch(bytes: &[u8]) {
-    #[cfg(target_arch = "x86_64")]
-    for line in bytes.chunks(64).take(SPAN / 64) {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // SAFETY: a prefetch is a hint that never faults or changes memory; the address is
-        // inside `bytes` anyway. SSE is part of the x86-64 baseline.
-        unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
 }
 
 /// Bytes of every row gathered per pass by [`transpose_128xn`] for long rows (16 tiles; the

@@ -6,6 +6,7 @@
 //!
 //! Every role is generic over the channel and the RNG; extensions are generic over their base OT.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod base;
 pub mod ext;

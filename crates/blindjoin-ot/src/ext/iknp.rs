@@ -109,7 +109,7 @@ impl<B: BaseOtReceiver> IknpSender<B> {
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
     ) -> Result<()> {
-        let s = Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64));
+        let s = Block::random(rng);
         let choices: Vec<bool> = (0..KAPPA).map(|j| s.bit(j)).collect();
         let prgs = seed_prgs(&mut self.base, ch, sid, &choices, rng)?;
         self.state = Some(SenderState {

@@ -54,10 +54,11 @@
 //! c(w) ∧ s is indexed by w, a memory access that depends on the sender's own query (not on
 //! anything the receiver sees).
 
-use super::wide::{RowHash, RowScratch, WideReceiver, WideSender};
+use super::wide::{RowHash, WideReceiver, WideSender};
 use super::{KAPPA, check_out_len};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::channel::Channel;
+use blindjoin_core::prefix_hash::HashScratch;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
 use rayon::prelude::*;
@@ -247,7 +248,7 @@ impl Kk13SenderOutputs {
         Ok(())
     }
 
-    fn output_unchecked(&self, scratch: &mut RowScratch, i: usize, w: u32) -> Block {
+    fn output_unchecked(&self, scratch: &mut HashScratch, i: usize, w: u32) -> Block {
         let nb = code_len(self.eta) / 128;
         let mut row = [Block::ZERO; MAX_ETA_BLOCKS];
         let q = &self.rows[i * nb..(i + 1) * nb];
@@ -294,7 +295,7 @@ impl Kk13SenderOutputs {
         Ok(())
     }
 
-    fn output_pair_unchecked(&self, scratch: &mut RowScratch, q: [(usize, u32); 2]) -> [Block; 2] {
+    fn output_pair_unchecked(&self, scratch: &mut HashScratch, q: [(usize, u32); 2]) -> [Block; 2] {
         let nb = code_len(self.eta) / 128;
         let mut rows = [[Block::ZERO; MAX_ETA_BLOCKS]; 2];
         for (row, &(i, w)) in rows.iter_mut().zip(&q) {

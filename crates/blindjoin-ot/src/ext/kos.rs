@@ -52,10 +52,6 @@ fn not_set_up() -> Error {
     super::not_set_up("ot", "the KOS OT extension")
 }
 
-fn random_block(rng: &mut impl CryptoRng) -> Block {
-    Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64))
-}
-
 fn challenges(seed: Block, m: usize) -> Vec<Block> {
     let mut chi = vec![Block::ZERO; m];
     AesPrg::new(seed).fill_blocks(&mut chi);
@@ -79,7 +75,7 @@ impl<B: BaseOtReceiver> KosSender<B> {
         rng: &mut impl CryptoRng,
     ) -> Result<()> {
         self.iknp.setup(ch, sid, rng)?;
-        self.session = Some((*sid, AesPrg::new(random_block(rng))));
+        self.session = Some((*sid, AesPrg::new(Block::random(rng))));
         Ok(())
     }
 
@@ -141,7 +137,7 @@ impl<B: BaseOtSender> KosReceiver<B> {
         rng: &mut impl CryptoRng,
     ) -> Result<()> {
         self.iknp.setup(ch, sid, rng)?;
-        self.session = Some((*sid, AesPrg::new(random_block(rng))));
+        self.session = Some((*sid, AesPrg::new(Block::random(rng))));
         Ok(())
     }
 

@@ -41,11 +41,10 @@ mod wide;
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::Channel;
-use blindjoin_core::item::{domain_hasher, update_prefixed};
+use blindjoin_core::handshake::session_block;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
-use sha2::Digest;
 
 /// A 1-out-of-2 random-OT extension sender: [`setup`](Self::setup) once per session (the base
 /// OTs), then any number of [`send_random`](Self::send_random) batches, whose OT indices and PRG
@@ -144,12 +143,7 @@ pub const KAPPA: usize = 128;
 
 /// The fixed-key AES permutation of a session and role-independent label.
 pub(crate) fn session_aes(sid: &[u8; 32], label: &str) -> FixedKeyAes {
-    let mut h = domain_hasher(label.as_bytes());
-    update_prefixed(&mut h, sid);
-    let d = h.finalize();
-    let mut key = [0u8; 16];
-    key.copy_from_slice(&d[..16]);
-    FixedKeyAes::new(Block::from_bytes(key))
+    FixedKeyAes::new(session_block(sid, label))
 }
 
 /// Runs `n` random base OTs as their *sender* (the extension receiver's side) and seeds one PRG

@@ -23,43 +23,28 @@
 use super::{CHUNK, row_bytes, seed_prg_pairs, seed_prgs};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::channel::Channel;
-use blindjoin_core::item::{domain_hasher, update_prefixed};
+use blindjoin_core::prefix_hash::{HashScratch, PrefixHash};
 use blindjoin_core::prg::AesPrg;
-use blindjoin_core::sha256x::compress256_x2;
 use blindjoin_core::transpose::transpose_128xn;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
-use sha2::Digest;
-use sha2::block_api::compress256;
 use zeroize::Zeroize;
 
 /// The most blocks per row [`RowHash`] and the cores accept (κ' = 1024).
 pub(crate) const MAX_WIDTH: usize = 8;
 
-/// SHA-256's initial state (FIPS 180-4 §5.3.3).
-const SHA256_IV: [u32; 8] = [
-    0x6a09_e667,
-    0xbb67_ae85,
-    0x3c6e_f372,
-    0xa54f_f53a,
-    0x510e_527f,
-    0x9b05_688c,
-    0x1f83_d9ab,
-    0x5be0_cd19,
-];
-
 /// H(i, x) for rows x of a fixed width w: SHA-256(D ‖ le64(i) ‖ x) truncated to 128 bits, where
-/// D is one 64-byte block (a SHA-256 digest of the label, the session id and w, then 32 zero
-/// bytes) and x is the row's 16·w bytes, blocks in order, each little-endian.
+/// D is the one-block prefix of [`PrefixHash`] under the label, the session id and w, and x is
+/// the row's 16·w bytes, blocks in order, each little-endian.
 ///
-/// Every input of one `RowHash` has the same length, so the plain concatenation is an injective
-/// encoding; D separates labels, sessions and widths. The state after D is computed once and
-/// each row costs ⌈(8 + 16w + 9)/64⌉ SHA-256 compressions (one for w = 2, two for w = 4), done
-/// directly with `sha2`'s compression function (the SHA extensions where the CPU has them). The
-/// result is bit-for-bit `Sha256::digest(D ‖ le64(i) ‖ x)[..16]` (tested).
+/// Every input of one `RowHash` has the same length (8 + 16w bytes), so the plain
+/// concatenation is an injective encoding; D separates labels, sessions and widths. Each row
+/// costs ⌈(8 + 16w + 9)/64⌉ SHA-256 compressions after D (one for w = 2, two for w = 4), two
+/// rows at a time with interleaved SHA-NI streams. The result is bit for bit
+/// `Sha256::digest(D ‖ le64(i) ‖ x)[..16]` (tested).
 #[derive(Clone)]
 pub(crate) struct RowHash {
-    state: [u32; 8],
+    h: PrefixHash,
     width: usize,
 }
 
@@ -67,50 +52,25 @@ impl RowHash {
     /// The hash for rows of `width` blocks (1..=[`MAX_WIDTH`]) under `label` and `sid`.
     pub(crate) fn new(label: &str, sid: &[u8; 32], width: usize) -> Result<Self> {
         check_width(width)?;
-        let mut h = domain_hasher(label.as_bytes());
-        update_prefixed(&mut h, sid);
-        update_prefixed(&mut h, &(width as u64).to_le_bytes());
-        let mut block = [0u8; 64];
-        block[..32].copy_from_slice(&h.finalize());
-        let mut state = SHA256_IV;
-        compress256(&mut state, &[block]);
-        Ok(RowHash { state, width })
+        Ok(RowHash {
+            h: PrefixHash::new(label, sid, width as u64, 8 + 16 * width),
+            width,
+        })
     }
 
-    /// The 64-byte domain block D (for the reference test).
-    #[cfg(test)]
-    fn domain_block(label: &str, sid: &[u8; 32], width: usize) -> [u8; 64] {
-        let mut h = domain_hasher(label.as_bytes());
-        update_prefixed(&mut h, sid);
-        update_prefixed(&mut h, &(width as u64).to_le_bytes());
-        let mut block = [0u8; 64];
-        block[..32].copy_from_slice(&h.finalize());
-        block
-    }
-
-    /// A scratch buffer for [`hash_with`](Self::hash_with), with the padding (fixed by the
-    /// width) already in place in both lanes. It holds the last rows hashed until it is dropped
-    /// (and zeroized).
-    pub(crate) fn scratch(&self) -> RowScratch {
-        let mut lane = [[0u8; 64]; 3];
-        let tail = 8 + 16 * self.width;
-        let nblocks = (tail + 9).div_ceil(64);
-        let flat = lane.as_flattened_mut();
-        flat[tail] = 0x80;
-        let bits = ((64 + tail) as u64) * 8;
-        flat[nblocks * 64 - 8..nblocks * 64].copy_from_slice(&bits.to_be_bytes());
-        RowScratch {
-            buf: [lane; 2],
-            nblocks,
-        }
+    /// A scratch buffer for [`hash_with`](Self::hash_with) and
+    /// [`hash_pair`](Self::hash_pair). It holds the last rows hashed until it is dropped (and
+    /// wiped).
+    pub(crate) fn scratch(&self) -> HashScratch {
+        self.h.scratch()
     }
 
     /// Writes le64(index) ‖ row into lane `l` of `scratch`.
     #[inline]
-    fn fill(&self, scratch: &mut RowScratch, l: usize, index: u64, row: &[Block]) {
-        let flat = scratch.buf[l].as_flattened_mut();
-        flat[..8].copy_from_slice(&index.to_le_bytes());
-        for (dst, b) in flat[8..8 + 16 * self.width].chunks_exact_mut(16).zip(row) {
+    fn fill(&self, scratch: &mut HashScratch, l: usize, index: u64, row: &[Block]) {
+        let lane = self.h.lane(scratch, l);
+        lane[..8].copy_from_slice(&index.to_le_bytes());
+        for (dst, b) in lane[8..].chunks_exact_mut(16).zip(row) {
             dst.copy_from_slice(&b.to_bytes());
         }
     }
@@ -118,11 +78,9 @@ impl RowHash {
     /// H(index, row) using `scratch` (from [`scratch`](Self::scratch) of this hash); `row` has
     /// the hash's width (only its first `width` blocks are read).
     #[inline]
-    pub(crate) fn hash_with(&self, scratch: &mut RowScratch, index: u64, row: &[Block]) -> Block {
+    pub(crate) fn hash_with(&self, scratch: &mut HashScratch, index: u64, row: &[Block]) -> Block {
         self.fill(scratch, 0, index, row);
-        let mut state = self.state;
-        compress256(&mut state, &scratch.buf[0][..scratch.nblocks]);
-        digest_block(&state)
+        first_block(&self.h.one_filled(scratch))
     }
 
     /// Two rows at once, their SHA-NI instruction streams interleaved
@@ -130,17 +88,14 @@ impl RowHash {
     #[inline]
     pub(crate) fn hash_pair(
         &self,
-        scratch: &mut RowScratch,
+        scratch: &mut HashScratch,
         index: [u64; 2],
         rows: [&[Block]; 2],
     ) -> [Block; 2] {
         self.fill(scratch, 0, index[0], rows[0]);
         self.fill(scratch, 1, index[1], rows[1]);
-        let mut states = [self.state; 2];
-        let n = scratch.nblocks;
-        let [l0, l1] = &scratch.buf;
-        compress256_x2(&mut states, [&l0[..n], &l1[..n]]);
-        [digest_block(&states[0]), digest_block(&states[1])]
+        let [a, b] = self.h.pair_filled(scratch);
+        [first_block(&a), first_block(&b)]
     }
 
     /// `out[k] = H(index(k), rows[k·w..(k+1)·w])` for every k, two rows at a time.
@@ -180,28 +135,12 @@ impl RowHash {
     }
 }
 
-/// The first 128 bits of a SHA-256 state, as the digest's bytes.
+/// The first 128 bits of a digest, as a block of its bytes.
 #[inline]
-fn digest_block(state: &[u32; 8]) -> Block {
+fn first_block(digest: &[u8; 32]) -> Block {
     let mut out = [0u8; 16];
-    for (dst, word) in out.chunks_exact_mut(4).zip(state) {
-        dst.copy_from_slice(&word.to_be_bytes());
-    }
+    out.copy_from_slice(&digest[..16]);
     Block::from_bytes(out)
-}
-
-/// The message blocks of [`RowHash`] evaluations, two lanes (index, row, padding).
-pub(crate) struct RowScratch {
-    buf: [[[u8; 64]; 3]; 2],
-    nblocks: usize,
-}
-
-impl Drop for RowScratch {
-    fn drop(&mut self) {
-        for lane in &mut self.buf {
-            lane.as_flattened_mut().zeroize();
-        }
-    }
 }
 
 pub(crate) fn check_width(width: usize) -> Result<()> {
@@ -294,9 +233,7 @@ impl WideSender {
         rng: &mut impl CryptoRng,
     ) -> Result<Self> {
         check_width(width)?;
-        let s: Vec<Block> = (0..width)
-            .map(|_| Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64)))
-            .collect();
+        let s: Vec<Block> = (0..width).map(|_| Block::random(rng)).collect();
         let choices: Vec<bool> = (0..128 * width).map(|j| s[j / 128].bit(j % 128)).collect();
         let prgs = seed_prgs(base, ch, sid, &choices, rng)?;
         Ok(WideSender {
@@ -447,7 +384,7 @@ impl WideReceiver {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use sha2::Sha256;
+    use sha2::{Digest, Sha256};
 
     #[test]
     fn row_hash_is_sha256_of_the_documented_input() {
@@ -458,7 +395,7 @@ mod tests {
                 .map(|k| Block(k * 0x0123_4567_89ab_cdef_0011_2233_4455_6677 + 1))
                 .collect();
             for index in [0u64, 1, 0xdead_beef_0000_0001] {
-                let mut msg = RowHash::domain_block("test/label", &sid, w).to_vec();
+                let mut msg = PrefixHash::prefix("test/label", &sid, w as u64).to_vec();
                 msg.extend_from_slice(&index.to_le_bytes());
                 for b in &row {
                     msg.extend_from_slice(&b.to_bytes());

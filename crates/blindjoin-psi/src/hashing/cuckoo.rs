@@ -34,6 +34,7 @@ use super::error::HashingError;
 use super::hash::{BinHasher, HashedItems};
 use super::params::CuckooParams;
 use blindjoin_core::block::Block;
+use blindjoin_core::cache::prefetch;
 use std::collections::VecDeque;
 
 const EMPTY: u64 = u64::MAX;
@@ -192,21 +193,20 @@ impl CuckooTable {
         Ok(table)
     }
 
-    /// Reads the bins of items `from .. from + LOOKAHEAD` so that their cache misses overlap
-    /// (independent loads are in flight together) while the previous group is inserted: a
-    /// prefetch without `unsafe`. Insertion is bound by these misses once the table outgrows
-    /// the cache.
+    /// Prefetches the bins of items `from .. from + LOOKAHEAD` so that their cache misses
+    /// overlap while the previous group is inserted. Insertion is bound by these misses once
+    /// the table outgrows the cache.
     fn touch(&self, from: usize, n: usize) {
         let k = self.hashed.num_hashes();
         let idx = self.hashed.as_slice();
         let end = (from + LOOKAHEAD).min(n);
-        let mut acc = 0u64;
         if let Some(group) = idx.get(from * k..end.max(from) * k) {
             for &b in group {
-                acc ^= self.bins.get(b as usize).copied().unwrap_or(0);
+                if let Some(bin) = self.bins.get(b as usize) {
+                    prefetch(bin);
+                }
             }
         }
-        core::hint::black_box(acc);
     }
 
     /// The k bins of item `item`, copied out of `hashed` (fewer than k only out of range).

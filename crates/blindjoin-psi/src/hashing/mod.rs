@@ -149,7 +149,7 @@
 //! of 5), n = 2^20: the PSZ14 table in 70–110 ms and the KKRT table in 90–130 ms, plus 5–10 ms
 //! for the AES hashing; simple hashing of 2^20 items under 3 functions in 60–90 ms plus the
 //! same hashing. Insertion is bound by cache misses on the bins, so both tables read the bins
-//! of the next items ahead of time (a prefetch without `unsafe`).
+//! of the next items ahead of time (`blindjoin_core::cache::prefetch`).
 //!
 //! # References
 //!

@@ -11,6 +11,7 @@
 use super::error::HashingError;
 use super::hash::{BinHasher, HashedItems};
 use blindjoin_core::block::Block;
+use blindjoin_core::cache::prefetch;
 
 /// Items whose bin cursors the scatter reads ahead.
 const LOOKAHEAD: usize = 32;
@@ -89,14 +90,14 @@ impl SimpleTable {
         let mut cursor: Vec<u32> = offsets[..nb].to_vec();
         let mut entries = vec![SimpleEntry(0); idx.len()];
         for (g, group) in idx.chunks(LOOKAHEAD * k).enumerate() {
-            // Read the cursors of the next group first, so that their cache misses overlap
-            // (a prefetch without `unsafe`; the scatter is bound by these misses).
+            // Prefetch the cursors of the next group first, so that their cache misses overlap
+            // (the scatter is bound by these misses).
             let next = idx.get((g + 1) * LOOKAHEAD * k..).unwrap_or(&[]);
-            let mut acc = 0u32;
             for &b in next.iter().take(LOOKAHEAD * k) {
-                acc ^= cursor.get(b as usize).copied().unwrap_or(0);
+                if let Some(c) = cursor.get(b as usize) {
+                    prefetch(c);
+                }
             }
-            core::hint::black_box(acc);
             for (t, bins) in group.chunks_exact(k).enumerate() {
                 // i < MAX_ITEMS = 2^30 (checked when the items were hashed).
                 let i = (g * LOOKAHEAD + t) as u32;

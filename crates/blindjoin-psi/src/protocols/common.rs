@@ -202,17 +202,7 @@ impl TagTable {
     /// Asks the CPU to load the slot where a lookup of `tag` starts.
     #[inline]
     pub(crate) fn prefetch(&self, tag: u128) {
-        let i = tag as u64 as usize & self.mask;
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-            let p = self.slots[i..].as_ptr().cast::<i8>();
-            // SAFETY: a prefetch is only a hint and never faults; `p` points into `slots`, and
-            // SSE (which provides PREFETCHh) is part of the x86_64 baseline.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p) };
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = i;
+        blindjoin_core::cache::prefetch(&self.slots[tag as u64 as usize & self.mask]);
     }
 
     /// The first value stored under a tag whose bits 0..96 are those of `tag` and for which

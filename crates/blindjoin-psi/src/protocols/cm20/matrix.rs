@@ -2,8 +2,10 @@
 //! gather kernel that reads one bit per item and column, the 128-column slabs of gathered bits
 //! and their transposition into per-item rows, and H2 over those rows.
 
-use super::{Params, PrefixHash, Prf};
+use super::{Params, Prf};
 use crate::RunOptions;
+use blindjoin_core::cache::prefetch;
+use blindjoin_core::prefix_hash::PrefixHash;
 use blindjoin_core::transpose::transpose_128xn;
 use blindjoin_core::{Block, Result};
 use rayon::prelude::*;
@@ -195,21 +197,6 @@ fn read_column<C: Column>(
         }
         word.copy_from_slice(&acc.to_le_bytes());
     }
-}
-
-/// Asks the CPU to bring `x`'s cache line into L1 ahead of its use.
-#[inline(always)]
-fn prefetch<T>(x: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: `prefetcht0` (SSE, part of the x86-64 baseline) only hints the cache hierarchy: it
-    // has no architectural effect and never faults; the address is that of a live reference.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-            (x as *const T).cast(),
-        );
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = x;
 }
 
 /// The gathered bits of one 128-column slab: 128 rows (columns) of `row_bytes` bytes (items).

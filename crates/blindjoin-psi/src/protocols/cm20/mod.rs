@@ -47,7 +47,7 @@
 //!
 //! **Primitives** (§4.2).
 //! - H1(x) = SHA-256(D1 ‖ x), 256 bits = ℓ1 (§4.1), D1 one 64-byte block binding the label
-//!   `blindjoin/psi/cm20/h1` and `sid` ([`PrefixHash`]).
+//!   `blindjoin/psi/cm20/h1` and `sid` (`blindjoin_core::prefix_hash::PrefixHash`).
 //! - F_k(x0‖x1) = G_{k_1}(z) ‖ … ‖ G_{k_t}(z) with z = G_{k_0}(x0) ⊕ x1, G = AES-128 and
 //!   k_0‖…‖k_t = AES-CTR(k): the paper's parallel construction (App. A). Every output block
 //!   G_{k_b}(z) carries q indices of L bits, index i of block b at bits [i·L, (i+1)·L); column
@@ -117,7 +117,6 @@
 //!    input order).
 //! 5. The one-sided malicious security of Thm. 3.2 is not claimed (see *Security model*).
 
-mod hash;
 mod join;
 mod matrix;
 mod receiver;
@@ -126,12 +125,12 @@ mod sender;
 pub use receiver::receive;
 pub use sender::send;
 
-pub(crate) use hash::PrefixHash;
-
 use crate::params::{ceil_log2, tag_bits, tag_bytes};
 use crate::protocols::common::check_tag_len;
 use blindjoin_core::aes::FixedKeyAes;
+use blindjoin_core::handshake::expect_same;
 use blindjoin_core::item::Item;
+use blindjoin_core::prefix_hash::PrefixHash;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
 use rayon::prelude::*;
@@ -159,6 +158,11 @@ pub(crate) const H1_LABEL: &str = "blindjoin/psi/cm20/h1";
 
 /// Label of H2 (with the session id and w).
 pub(crate) const H2_LABEL: &str = "blindjoin/psi/cm20/h2";
+
+/// H1 of a session: SHA-256 of a 16-byte item behind the one-block prefix of [`H1_LABEL`].
+pub(crate) fn h1(sid: &[u8; 32]) -> PrefixHash {
+    PrefixHash::new(H1_LABEL, sid, 16, 16)
+}
 
 /// Message names for errors.
 pub(crate) const MSG_SETUP: &str = "the receiver's parameters (m, w, ℓ2)";
@@ -324,7 +328,7 @@ impl Params {
     /// Checks the receiver's announced parameters against ours.
     pub(crate) fn check(&self, peer: &Setup) -> Result<()> {
         let ours = self.setup();
-        let pairs = [
+        expect_same(&[
             ("m", ours.m, peer.m),
             ("w", ours.w, peer.w),
             (
@@ -332,17 +336,7 @@ impl Params {
                 u64::from(ours.tag_bits),
                 u64::from(peer.tag_bits),
             ),
-        ];
-        for (field, a, b) in pairs {
-            if a != b {
-                return Err(Error::ParamMismatch {
-                    field: field.into(),
-                    ours: a.to_string(),
-                    peer: b.to_string(),
-                });
-            }
-        }
-        Ok(())
+        ])
     }
 
     /// Bytes of one column (m/8).
@@ -359,6 +353,13 @@ impl Params {
     /// Δ frames per column.
     pub(crate) fn frames_per_column(&self) -> usize {
         self.column_bytes() / self.frame_len()
+    }
+
+    /// H2 of a session: SHA-256 of a row of [`row_bytes`](Self::row_bytes) bytes behind the
+    /// one-block prefix of [`H2_LABEL`] (which binds the row length, hence w).
+    pub(crate) fn h2(&self, sid: &[u8; 32]) -> PrefixHash {
+        let len = self.row_bytes();
+        PrefixHash::new(H2_LABEL, sid, len as u64, len)
     }
 
     /// Bytes of an H2 input: ⌈w/8⌉.
@@ -543,7 +544,7 @@ mod tests {
         let mut ks = [Block::ZERO; 4];
         AesPrg::new(Block::from_bytes(key)).fill_blocks(&mut ks);
         let sid = [9u8; 32];
-        let h1 = PrefixHash::new(H1_LABEL, &sid, 16);
+        let h1 = h1(&sid);
         let items: Vec<Item> = (0..5u8).map(|i| Item([i; 16])).collect();
         let z = prf.inputs(&h1, &items);
         for (item, z) in items.iter().zip(&z) {

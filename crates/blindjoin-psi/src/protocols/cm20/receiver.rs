@@ -2,7 +2,7 @@
 
 use super::join;
 use super::matrix::{self, Column, Span};
-use super::{H1_LABEL, H2_LABEL, MSG_TAGS, NAME, Params, PrefixHash, Prf, PrfKey, params};
+use super::{MSG_TAGS, NAME, Params, Prf, PrfKey, h1, params};
 use crate::protocols::common::validate_security;
 use crate::{Phases, ReceiverOutput, RunOptions};
 use blindjoin_core::channel::{BulkReader, Channel, FrameSender, send_msg};
@@ -42,14 +42,14 @@ pub fn receive<C: Channel + ?Sized>(
     let t = phases.lap("base OT", t);
 
     let prf = Prf::new(&key.key, p.prf_blocks);
-    let z = prf.inputs(&PrefixHash::new(H1_LABEL, &session.id, 16), items);
+    let z = prf.inputs(&h1(&session.id), items);
     let t = phases.lap("prf", t);
 
     let slabs = columns(ch, &p, &prf, &z, &keys, opts)?;
     drop(keys);
     let t = phases.lap("matrix", t);
 
-    let h2 = PrefixHash::new(H2_LABEL, &session.id, p.row_bytes());
+    let h2 = p.h2(&session.id);
     let mut own = vec![0u8; items.len() * p.tag_len];
     matrix::tags(&p, &h2, &slabs, items.len(), &mut own);
     drop(slabs);

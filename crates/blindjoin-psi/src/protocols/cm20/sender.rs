@@ -1,10 +1,7 @@
 //! The sender's side of `cm20` (CM20's P1; see the module doc for the message flow).
 
 use super::matrix::{self, Column, Span};
-use super::{
-    H1_LABEL, H2_LABEL, MSG_DELTA, MSG_KEY, MSG_SETUP, NAME, Params, PrefixHash, Prf, PrfKey,
-    Setup, params,
-};
+use super::{MSG_DELTA, MSG_KEY, MSG_SETUP, NAME, Params, Prf, PrfKey, Setup, h1, params};
 use crate::protocols::common::{CHUNK, pipelined, queue_closed, validate_security};
 use crate::{Phases, RunOptions, SenderOutput};
 use blindjoin_core::channel::{Channel, FrameReceiver, recv_msg, send_elements};
@@ -62,7 +59,7 @@ pub fn send<C: Channel + ?Sized>(
         ch,
         move |rx, aborted| read_deltas(rx, frame_len, frames, &queue_tx, &spare_rx, aborted),
         |tx| {
-            let z = prf.inputs(&PrefixHash::new(H1_LABEL, &session.id, 16), &items);
+            let z = prf.inputs(&h1(&session.id), &items);
             t = phases.lap("prf", t);
             let queue = Deltas {
                 full: queue_rx,
@@ -71,7 +68,7 @@ pub fn send<C: Channel + ?Sized>(
             let slabs = columns(&p, &prf, &z, &keys, &s, &queue, opts)?;
             drop(z);
             t = phases.lap("matrix", t);
-            let h2 = PrefixHash::new(H2_LABEL, &session.id, p.row_bytes());
+            let h2 = p.h2(&session.id);
             let mut tags = vec![0u8; items.len() * p.tag_len];
             matrix::tags(&p, &h2, &slabs, items.len(), &mut tags);
             drop(slabs);

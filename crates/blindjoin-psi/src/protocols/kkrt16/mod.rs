@@ -54,7 +54,6 @@ use blindjoin_core::Block;
 use blindjoin_core::handshake::Session;
 use blindjoin_ot::ext::kkrt::code_blocks;
 use serde::{Deserialize, Serialize};
-use sha2::Digest;
 
 /// Protocol id in the handshake.
 pub const NAME: &str = "kkrt16";
@@ -95,10 +94,7 @@ pub(crate) struct Setup {
 
 /// The seed of the bin hash functions, from the session id.
 pub(crate) fn hash_seed(session: &Session) -> Block {
-    let d = session.hasher("kkrt16/bins").finalize();
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&d[..16]);
-    Block::from_bytes(b)
+    session.block("kkrt16/bins")
 }
 
 /// The OPRF input of an item placed (or evaluated) under hash function `j`.

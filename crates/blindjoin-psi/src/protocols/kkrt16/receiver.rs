@@ -50,7 +50,7 @@ pub fn receive<C: Channel + ?Sized>(
         .iter()
         .map(|e| match e {
             Some(e) => oprf_input(&items[e.item as usize].0, e.hash),
-            None => Block(u128::from(rng.next_u64()) | (u128::from(rng.next_u64()) << 64)),
+            None => Block::random(rng),
         })
         .collect();
     let mut outputs = vec![Block::ZERO; bins];

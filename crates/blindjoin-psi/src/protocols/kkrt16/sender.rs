@@ -8,7 +8,7 @@ use crate::protocols::common::{
 };
 use crate::{Phases, RunOptions, SenderOutput};
 use blindjoin_core::channel::{Channel, recv_msg, send_elements};
-use blindjoin_core::handshake::{Role, handshake};
+use blindjoin_core::handshake::{Role, expect_same, handshake};
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Error, Result};
 use blindjoin_ot::base::ChouOrlandiReceiver;
@@ -39,13 +39,7 @@ pub fn send<C: Channel + ?Sized>(
     })?;
     let bins = CuckooParams::kkrt(n1_usize, session.lambda)?.num_bins();
     let setup: Setup = recv_msg(ch, MSG_SETUP, 16)?;
-    if setup.bins != bins as u64 {
-        return Err(Error::ParamMismatch {
-            field: "bins".into(),
-            ours: bins.to_string(),
-            peer: setup.bins.to_string(),
-        });
-    }
+    expect_same(&[("bins", bins as u64, setup.bins)])?;
     let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
     let hashed = BinHasher::new(hash_seed(&session), HASHES, bins)?.hash_items(&blocks)?;
     drop(blocks);

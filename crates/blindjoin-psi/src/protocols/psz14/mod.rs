@@ -124,11 +124,10 @@ use crate::hashing::{CuckooParams, PSZ_STASH};
 use crate::params::{ceil_log2, tag_bytes};
 use crate::protocols::common::check_tag_len;
 use blindjoin_core::aes::FixedKeyAes;
-use blindjoin_core::handshake::Session;
+use blindjoin_core::handshake::{Session, expect_same};
 use blindjoin_core::{Block, Error, Result};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use sha2::Digest;
 
 /// Protocol id in the handshake.
 pub const NAME: &str = "psz14";
@@ -279,62 +278,29 @@ impl Setup {
 
     /// `Err(ParamMismatch)` naming the first field that differs from `ours`.
     pub(crate) fn check(&self, ours: &Setup) -> Result<()> {
-        let fields = [
+        expect_same(&[
             ("bins", ours.bins, self.bins),
             ("stash", u64::from(ours.stash), u64::from(self.stash)),
             ("sigma", u64::from(ours.sigma), u64::from(self.sigma)),
-        ];
-        for (field, a, b) in fields {
-            if a != b {
-                return Err(Error::ParamMismatch {
-                    field: field.into(),
-                    ours: a.to_string(),
-                    peer: b.to_string(),
-                });
-            }
-        }
-        Ok(())
+        ])
     }
-}
-
-fn session_block(session: &Session, label: &str) -> Block {
-    let d = session.hasher(label).finalize();
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&d[..16]);
-    Block::from_bytes(b)
 }
 
 /// The seed of the bin hash functions h_0, h_1 of a session (both parties derive it from the
 /// session id, after both sets are fixed). Public so that tests can build sets with chosen bin
 /// collisions for a session whose id they know.
 pub fn bin_seed(session: &Session) -> Block {
-    session_block(session, "psz14/bins")
+    session.block("psz14/bins")
 }
 
 /// π of the domain hash D_τ.
 pub(crate) fn domain_aes(session: &Session) -> FixedKeyAes {
-    FixedKeyAes::new(session_block(session, "psz14/domain"))
+    FixedKeyAes::new(session.block("psz14/domain"))
 }
 
 /// π of the mask hash H.
 pub(crate) fn mask_aes(session: &Session) -> FixedKeyAes {
-    FixedKeyAes::new(session_block(session, "psz14/mask"))
-}
-
-/// TCCR(τ_k, x_k) = π(π(x_k) ⊕ τ_k) ⊕ π(x_k) (GKWY20 §7.4) for every block, in place, with
-/// tweak τ_k = `tweak(k)`; batched through AES's multi-block API.
-pub(crate) fn tccr_tweaked(aes: &FixedKeyAes, blocks: &mut [Block], tweak: impl Fn(usize) -> u128) {
-    const B: usize = 256;
-    let mut tmp = [Block::ZERO; B];
-    for (c, chunk) in blocks.chunks_mut(B).enumerate() {
-        let tmp = &mut tmp[..chunk.len()];
-        aes.permute(chunk);
-        for (k, (t, x)) in tmp.iter_mut().zip(chunk.iter()).enumerate() {
-            *t = Block(x.0 ^ tweak(c * B + k));
-        }
-        aes.permute(tmp);
-        blindjoin_core::block::xor_in_place(chunk, tmp);
-    }
+    FixedKeyAes::new(session.block("psz14/mask"))
 }
 
 /// The short values D_τ(x) of `items` under one tweak τ, keeping the low `mask` bits; in
@@ -347,7 +313,7 @@ pub(crate) fn short_values(
 ) -> Vec<Block> {
     let mut out = items.to_vec();
     out.par_chunks_mut(PAR_BATCH * 16).for_each(|c| {
-        tccr_tweaked(aes, c, |_| u128::from(tweak));
+        aes.tccr_hash_with(c, |_| u128::from(tweak));
         for v in c.iter_mut() {
             v.0 &= mask;
         }
@@ -494,17 +460,11 @@ mod tests {
     }
 
     #[test]
-    fn tweaked_tccr_matches_the_core_hash() {
-        // With consecutive tweaks, the batch equals blindjoin_core's tccr_hash.
+    fn short_values_are_masked_tweaked_hashes() {
         let aes = FixedKeyAes::new(Block(77));
         let xs: Vec<Block> = (0..700u128)
             .map(|i| Block(i * 0x9e37_79b9_7f4a_7c15 + 3))
             .collect();
-        let mut a = xs.clone();
-        tccr_tweaked(&aes, &mut a, |k| 5 + k as u128);
-        let mut b = xs.clone();
-        aes.tccr_hash(5, &mut b);
-        assert_eq!(a, b);
         // Short values: distinct tweaks give unrelated values, the mask keeps the low bits.
         let s0 = short_values(&aes, 0, &xs, u128::from(u64::MAX));
         let s1 = short_values(&aes, 1, &xs, u128::from(u64::MAX));

@@ -2,7 +2,7 @@
 
 use super::{
     HASHES, MSG_BIN_MASKS, MSG_STASH_MASKS, NAME, PAR_BATCH, Params, STASH, STASH_TWEAK, Setup,
-    bin_seed, block_of, domain_aes, mask_aes, params, tccr_tweaked,
+    bin_seed, block_of, domain_aes, mask_aes, params,
 };
 use crate::hashing::{CuckooParams, CuckooTable};
 use crate::protocols::common::{found_indices, tag_from_bytes, validate_security};
@@ -84,7 +84,7 @@ pub fn receive<C: Channel + ?Sized>(
         .par_chunks_mut(PAR_BATCH * 16)
         .zip(occ.par_chunks(PAR_BATCH * 16))
         .for_each(|(s, o)| {
-            tccr_tweaked(&dom, s, |k| u128::from(o[k].tweak));
+            dom.tccr_hash_with(s, |k| u128::from(o[k].tweak));
             for v in s.iter_mut() {
                 v.0 &= mask;
             }
@@ -133,7 +133,7 @@ pub fn receive<C: Channel + ?Sized>(
             let at = (o.vbin as usize - lo) * tb;
             out[at..at + tb].iter().fold(Block::ZERO, |a, b| a ^ *b)
         }));
-        tccr_tweaked(&hmask, &mut sums, |k| u128::from(here[k].vbin));
+        hmask.tccr_hash_with(&mut sums, |k| u128::from(here[k].vbin));
         for (o, s) in here.iter().zip(&sums) {
             let bytes = s.to_bytes();
             if (o.vbin as usize) < p.bins {

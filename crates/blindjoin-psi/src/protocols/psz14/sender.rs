@@ -2,7 +2,7 @@
 
 use super::{
     HASHES, MSG_SETUP, NAME, PAR_BATCH, Params, STASH, STASH_TWEAK, Setup, bin_seed, block_of,
-    domain_aes, mask_aes, params, short_values, tccr_tweaked,
+    domain_aes, mask_aes, params, short_values,
 };
 use crate::hashing::{BinHasher, HashedItems, SimpleTable};
 use crate::protocols::common::{CHUNK, validate_security};
@@ -52,7 +52,7 @@ fn entry_inputs(
         for (j, buf) in buf.iter_mut().enumerate() {
             let buf = &mut buf[..chunk.len()];
             buf.copy_from_slice(chunk);
-            tccr_tweaked(dom, buf, |_| j as u128);
+            dom.tccr_hash_with(buf, |_| j as u128);
         }
         for (k, y) in (c * B..c * B + chunk.len()).enumerate() {
             for (j, &b) in hashed.bins(y).iter().enumerate() {
@@ -171,7 +171,7 @@ pub fn send<C: Channel + ?Sized>(
                 for (v, r) in s.iter_mut().zip(o.chunks_exact(tb)) {
                     *v = r.iter().fold(Block::ZERO, |a, b| a ^ *b);
                 }
-                tccr_tweaked(&hmask, s, |k| u128::from(tw[k]));
+                hmask.tccr_hash_with(s, |k| u128::from(tw[k]));
             });
         for (en, v) in here.iter().zip(&sums) {
             let (j, pos) = ((en.slot >> 31) as usize, (en.slot & SLOT_MASK) as usize);
@@ -214,7 +214,7 @@ pub fn send<C: Channel + ?Sized>(
                     a ^ tables[i * N + block_of(short, i) as usize]
                 })
             }));
-            tccr_tweaked(&hmask, &mut sums, |_| tweak);
+            hmask.tccr_hash_with(&mut sums, |_| tweak);
             frame.clear();
             for v in &sums {
                 frame.extend_from_slice(&v.to_bytes()[..l1]);
