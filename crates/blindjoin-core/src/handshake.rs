@@ -41,6 +41,12 @@ pub const WIRE_VERSION: u16 = 1;
 
 const MAX_HELLO_LEN: usize = 8 << 10;
 
+/// Name of the hello message (one frame each way).
+pub const MSG_HELLO: &str = "hello message";
+
+/// Name of the verdict message (one frame each way).
+pub const MSG_VERDICT: &str = "handshake verdict";
+
 /// Which side of the protocol a party plays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Role {
@@ -194,7 +200,7 @@ fn encode(hello: &Hello) -> Result<Vec<u8>> {
 }
 
 fn decode(frame: &[u8]) -> Result<Hello> {
-    const WHAT: &str = "hello message";
+    const WHAT: &str = MSG_HELLO;
     let head = MAGIC.len();
     if frame.len() < head + 2 || &frame[..head] != MAGIC {
         return Err(Error::malformed(
@@ -253,10 +259,7 @@ fn compare(cfg: &SessionConfig, ours: &Hello, peer: &Hello) -> Result<()> {
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     if a.len() != ours.params.len() || b.len() != peer.params.len() {
-        return Err(Error::malformed(
-            "hello message",
-            "a parameter is named twice",
-        ));
+        return Err(Error::malformed(MSG_HELLO, "a parameter is named twice"));
     }
     for name in a.keys().chain(b.keys()) {
         let (x, y) = (a.get(name), b.get(name));
@@ -309,20 +312,20 @@ pub fn handshake<C: Channel + ?Sized>(
             reason: "the hello message is too long".into(),
         });
     }
-    FrameSender::send(ch, &our_frame)?;
-    let peer_frame = FrameReceiver::recv(ch, "hello message", MAX_HELLO_LEN)?;
+    FrameSender::send(ch, MSG_HELLO, &our_frame)?;
+    let peer_frame = FrameReceiver::recv(ch, MSG_HELLO, MAX_HELLO_LEN)?;
     let peer = match decode(&peer_frame).and_then(|p| compare(cfg, &ours, &p).map(|()| p)) {
         Ok(p) => p,
         Err(e) => {
             // Best effort: the peer may already be gone, and our own error is what we report.
-            let _ = send_msg(ch, &Some(e.to_string()));
+            let _ = send_msg(ch, MSG_VERDICT, &Some(e.to_string()));
             return Err(e);
         }
     };
     // A refusing peer may have hung up before our verdict arrives: its own verdict is then
     // still ours to read, and it is the better explanation than the failed send.
-    let sent = send_msg(ch, &None::<String>);
-    match recv_msg::<Option<String>>(ch, "handshake verdict", MAX_HELLO_LEN)? {
+    let sent = send_msg(ch, MSG_VERDICT, &None::<String>);
+    match recv_msg::<Option<String>>(ch, MSG_VERDICT, MAX_HELLO_LEN)? {
         Some(reason) => return Err(Error::PeerRefused(reason)),
         None => sent?,
     }

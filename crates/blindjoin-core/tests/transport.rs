@@ -5,6 +5,9 @@
 use blindjoin_core::Error;
 use blindjoin_core::channel::tcp::TcpChannel;
 use blindjoin_core::channel::{BulkReader, FrameReceiver, FrameSender, recv_msg, send_msg};
+
+/// The message name of the frames these tests send.
+const MSG: &str = "a test frame";
 use blindjoin_core::handshake::{Role, Session, SessionConfig, handshake};
 use blindjoin_testkit::{rng, run_two_party};
 use std::io::Write;
@@ -36,7 +39,7 @@ fn tcp_frames_round_trip_in_order() {
         let mut c =
             TcpChannel::connect(&addr, Duration::from_secs(5), Duration::from_secs(5)).unwrap();
         for &len in LENS {
-            c.send(&pattern(len)).unwrap();
+            c.send(MSG, &pattern(len)).unwrap();
         }
         c.recv("ack", 3).unwrap()
     });
@@ -48,7 +51,7 @@ fn tcp_frames_round_trip_in_order() {
             "frame of {len} bytes"
         );
     }
-    s.send(b"ok!").unwrap();
+    s.send(MSG, b"ok!").unwrap();
     assert_eq!(t.join().unwrap(), b"ok!");
 }
 
@@ -60,9 +63,9 @@ fn tcp_recv_into_reuses_one_buffer_for_frames_of_every_size() {
         let mut c =
             TcpChannel::connect(&addr, Duration::from_secs(5), Duration::from_secs(5)).unwrap();
         for &len in LENS.iter().chain(LENS.iter().rev()) {
-            c.send(&pattern(len)).unwrap();
+            c.send(MSG, &pattern(len)).unwrap();
         }
-        c.send(&[7u8; 40000]).unwrap();
+        c.send(MSG, &[7u8; 40000]).unwrap();
     });
     let mut s = TcpChannel::accept(&l, Duration::from_secs(5), Duration::from_secs(5)).unwrap();
     let mut buf = vec![0xffu8; 123];
@@ -149,14 +152,14 @@ fn tcp_connection_refused_is_a_clear_error() {
 #[test]
 fn bulk_reader_enforces_whole_elements_and_the_agreed_count() {
     let (mut a, mut b) = blindjoin_core::channel::memory::memory_pair(Duration::from_secs(5));
-    a.send(&[1; 64]).unwrap();
-    a.send(&[2; 32]).unwrap();
+    a.send(MSG, &[1; 64]).unwrap();
+    a.send(MSG, &[2; 32]).unwrap();
     let mut r = BulkReader::new("points", 32, 3);
     assert_eq!(r.next_frame(&mut b).unwrap().unwrap().len(), 64);
     assert_eq!(r.next_frame(&mut b).unwrap().unwrap().len(), 32);
     assert!(r.next_frame(&mut b).unwrap().is_none());
 
-    a.send(&[1; 33]).unwrap();
+    a.send(MSG, &[1; 33]).unwrap();
     let e = BulkReader::new("points", 32, 3)
         .next_frame(&mut b)
         .unwrap_err();
@@ -170,7 +173,7 @@ fn bulk_reader_enforces_whole_elements_and_the_agreed_count() {
         ),
         "{e}"
     );
-    a.send(&[1; 128]).unwrap();
+    a.send(MSG, &[1; 128]).unwrap();
     let e = BulkReader::new("points", 32, 3)
         .next_frame(&mut b)
         .unwrap_err();
@@ -185,7 +188,7 @@ fn bulk_reader_enforces_whole_elements_and_the_agreed_count() {
         ),
         "{e}"
     );
-    a.send(&[]).unwrap();
+    a.send(MSG, &[]).unwrap();
     let e = BulkReader::new("points", 32, 3)
         .next_frame(&mut b)
         .unwrap_err();
@@ -195,9 +198,9 @@ fn bulk_reader_enforces_whole_elements_and_the_agreed_count() {
 #[test]
 fn control_messages_reject_trailing_bytes() {
     let (mut a, mut b) = blindjoin_core::channel::memory::memory_pair(Duration::from_secs(5));
-    send_msg(&mut a, &(7u32, 9u64)).unwrap();
+    send_msg(&mut a, MSG, &(7u32, 9u64)).unwrap();
     assert_eq!(recv_msg::<(u32, u64)>(&mut b, "pair", 100).unwrap(), (7, 9));
-    a.send(&[7, 9, 0]).unwrap();
+    a.send(MSG, &[7, 9, 0]).unwrap();
     let e = recv_msg::<(u32, u64)>(&mut b, "pair", 100).unwrap_err();
     assert!(e.to_string().contains("trailing"), "{e}");
 }

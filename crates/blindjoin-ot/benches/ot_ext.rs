@@ -26,7 +26,7 @@ struct Replay {
 }
 
 impl FrameSender for Replay {
-    fn send(&mut self, frame: &[u8]) -> blindjoin_core::Result<()> {
+    fn send(&mut self, _msg: &'static str, frame: &[u8]) -> blindjoin_core::Result<()> {
         black_box(frame);
         Ok(())
     }

@@ -10,7 +10,7 @@ use blindjoin_ot::base::{
     BaseOtReceiver, BaseOtSender, ChouOrlandiReceiver, ChouOrlandiSender, FRAME_POINTS,
     MAX_BASE_OTS, MSG_RECEIVER_POINTS, MSG_SENDER_POINT, POINT_LEN,
 };
-use blindjoin_testkit::{Attack, Tamper, rng, run_two_party};
+use blindjoin_testkit::{Attack, Tamper, Target, rng, run_two_party};
 use curve25519_dalek::ristretto::RistrettoPoint;
 use curve25519_dalek::scalar::Scalar;
 use rand::Rng;
@@ -39,9 +39,15 @@ fn run(sid: [u8; 32], n: usize, choices: &[bool], seeds: (u64, u64)) -> Outcome 
     )
 }
 
-/// Runs the protocol with the sender's (`tamper_sender`) or the receiver's outgoing frame
-/// `target` damaged by `attack`.
-fn run_tampered(n: usize, tamper_sender: bool, target: usize, attack: Attack) -> Outcome {
+/// Runs the protocol with frame `frame` of the sender's point S (`tamper_sender`) or of the
+/// receiver's points R_i damaged by `attack`.
+fn run_tampered(n: usize, tamper_sender: bool, frame: usize, attack: Attack) -> Outcome {
+    let msg = if tamper_sender {
+        MSG_SENDER_POINT
+    } else {
+        MSG_RECEIVER_POINTS
+    };
+    let target = Target::frame(msg, frame);
     let choices = random_choices(n, 7);
     let choices = &choices;
     let attack_r = attack.clone();
@@ -73,8 +79,8 @@ fn run_fake_receiver(
     run_two_party(
         |ch| ChouOrlandiSender::default().send_random(ch, &SID, n, &mut rng(1)),
         |ch: &mut MemoryChannel| {
-            let s = ch.recv("S", POINT_LEN).unwrap();
-            ch.send(&make_points(&s)).unwrap();
+            let s = ch.recv(MSG_SENDER_POINT, POINT_LEN).unwrap();
+            ch.send(MSG_RECEIVER_POINTS, &make_points(&s)).unwrap();
         },
     )
     .0

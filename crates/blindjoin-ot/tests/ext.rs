@@ -7,10 +7,10 @@
 use blindjoin_core::Block;
 use blindjoin_core::Error;
 use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
-use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender};
+use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender, MSG_U_COLUMNS};
 use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
 use blindjoin_ot::ext::{RandomOtReceiver, RandomOtSender};
-use blindjoin_testkit::{Attack, Tamper, rng, run_two_party};
+use blindjoin_testkit::{Attack, Tamper, Target, rng, run_two_party};
 use rand::Rng;
 
 const SID: [u8; 32] = [7; 32];
@@ -133,7 +133,7 @@ fn truncated_u_columns_are_refused() {
             // After setup, the extension receiver's first frame is its u columns; cut it.
             let mut r = IknpReceiver::new(ChouOrlandiSender::default());
             r.setup(ch, &SID, &mut rng(1)).unwrap();
-            let mut t = Tamper::new(ch, 0, Attack::Truncate(100));
+            let mut t = Tamper::new(ch, Target::first(MSG_U_COLUMNS), Attack::Truncate(100));
             let mut out = vec![Block::ZERO; c.len()];
             let _ = r.receive_random(&mut t, &c, &mut out);
         },

@@ -7,8 +7,8 @@
 use blindjoin_core::Block;
 use blindjoin_core::Error;
 use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
-use blindjoin_ot::ext::kk13::{Kk13Receiver, Kk13Sender, Kk13SenderOutputs};
-use blindjoin_testkit::{Attack, Tamper, rng, run_two_party};
+use blindjoin_ot::ext::kk13::{Kk13Receiver, Kk13Sender, Kk13SenderOutputs, MSG_U_COLUMNS};
+use blindjoin_testkit::{Attack, Tamper, Target, rng, run_two_party};
 use rand::Rng;
 
 const SID: [u8; 32] = [9; 32];
@@ -153,7 +153,7 @@ fn truncated_u_frame_is_malformed() {
             let mut r = Kk13Receiver::new(ChouOrlandiSender::default(), 8).unwrap();
             r.setup(ch, &SID, &mut rng(1)).unwrap();
             // After setup, the receiver's first frame is its u columns; cut it.
-            let mut t = Tamper::new(ch, 0, Attack::Truncate(100));
+            let mut t = Tamper::new(ch, Target::first(MSG_U_COLUMNS), Attack::Truncate(100));
             let mut out = vec![Block::ZERO; c.len()];
             let _ = r.receive_random(&mut t, &c, &mut out);
         },

@@ -7,8 +7,10 @@
 
 use blindjoin_core::{Block, Error};
 use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
-use blindjoin_ot::ext::kkrt::{DEFAULT_CODE_BLOCKS, KkrtReceiver, KkrtSender, KkrtSenderOutputs};
-use blindjoin_testkit::{Attack, Tamper, rng, run_two_party};
+use blindjoin_ot::ext::kkrt::{
+    DEFAULT_CODE_BLOCKS, KkrtReceiver, KkrtSender, KkrtSenderOutputs, MSG_U_COLUMNS,
+};
+use blindjoin_testkit::{Attack, Tamper, Target, rng, run_two_party};
 use rand::Rng;
 
 const SID: [u8; 32] = [3; 32];
@@ -153,7 +155,7 @@ fn truncated_u_frame_is_malformed() {
         |ch| {
             let mut r = KkrtReceiver::new(ChouOrlandiSender::default(), 4).unwrap();
             r.setup(ch, &SID, &mut rng(1)).unwrap();
-            let mut t = Tamper::new(ch, 0, Attack::Truncate(100));
+            let mut t = Tamper::new(ch, Target::first(MSG_U_COLUMNS), Attack::Truncate(100));
             let mut out = vec![Block::ZERO; x.len()];
             let _ = r.receive(&mut t, &x, &mut out);
         },

@@ -8,9 +8,10 @@ mod common;
 
 use blindjoin_core::Error;
 use blindjoin_core::item::{Item, items_from_records};
+use blindjoin_ot::base;
 use blindjoin_psi::protocols::cm20;
 use blindjoin_psi::{Protocol, ReceiverOutput, RunOptions, SenderOutput};
-use blindjoin_testkit::{Attack, Tamper, oracle, rng, run_two_party, sets_with_overlap};
+use blindjoin_testkit::{Attack, Tamper, Target, oracle, rng, run_two_party, sets_with_overlap};
 
 type Results = (
     blindjoin_core::Result<ReceiverOutput>,
@@ -96,29 +97,33 @@ fn small_sets() -> (Vec<Item>, Vec<Item>, Vec<usize>) {
     (items_from_records(&r), items_from_records(&s), expected)
 }
 
-/// Runs with the receiver's `frame`-th frame attacked.
-fn attack_receiver(frame: usize, attack: Attack) -> (Results, Vec<usize>) {
+/// Runs with the receiver's `target` frame attacked.
+fn attack_receiver(target: Target, attack: Attack) -> (Results, Vec<usize>) {
     let (r, s, expected) = small_sets();
     let o = RunOptions::default();
     let res = run_two_party(
         |ch| {
-            let mut t = Tamper::new(ch, frame, attack);
-            P.receive(&mut t, &r, &o, &mut rng(1))
+            let mut t = Tamper::new(ch, target, attack);
+            let out = P.receive(&mut t, &r, &o, &mut rng(1));
+            assert!(t.applied(), "{target:?} was never sent");
+            out
         },
         |ch| P.send(ch, &s, &o, &mut rng(2)),
     );
     (res, expected)
 }
 
-/// Runs with the sender's `frame`-th frame attacked.
-fn attack_sender(frame: usize, attack: Attack) -> (Results, Vec<usize>) {
+/// Runs with the sender's `target` frame attacked.
+fn attack_sender(target: Target, attack: Attack) -> (Results, Vec<usize>) {
     let (r, s, expected) = small_sets();
     let o = RunOptions::default();
     let res = run_two_party(
         |ch| P.receive(ch, &r, &o, &mut rng(1)),
         |ch| {
-            let mut t = Tamper::new(ch, frame, attack);
-            P.send(&mut t, &s, &o, &mut rng(2))
+            let mut t = Tamper::new(ch, target, attack);
+            let out = P.send(&mut t, &s, &o, &mut rng(2));
+            assert!(t.applied(), "{target:?} was never sent");
+            out
         },
     );
     (res, expected)
@@ -138,13 +143,12 @@ fn assert_subset(got: &[usize], expected: &[usize]) {
     );
 }
 
-// Receiver frames: 0 hello, 1 verdict, 2 Setup, 3 base-OT S, 4 PRF key, 5.. Δ columns (one
-// frame each at m = 128). Sender frames: 0 hello, 1 verdict, 2 base-OT R_j, 3 tags.
+// At m = 128 every Δ column is one frame of 16 bytes.
 
 #[test]
 fn setup_mismatch_names_the_field() {
     // m = 128 is the varint 0x80 0x01; flipping bit 0 of its first byte announces m = 129.
-    let ((ro, so), _) = attack_receiver(2, Attack::FlipBit(0));
+    let ((ro, so), _) = attack_receiver(Target::first(cm20::MSG_SETUP), Attack::FlipBit(0));
     match so.unwrap_err() {
         Error::ParamMismatch { field, ours, peer } => {
             assert_eq!(
@@ -156,34 +160,35 @@ fn setup_mismatch_names_the_field() {
     }
     assert!(ro.is_err());
     // Setup is 5 bytes (m and w take two each); the last is ℓ2 = 40 + ⌈log2(3000)⌉ = 52.
-    let ((_, so), _) = attack_receiver(2, Attack::FlipBit(4));
+    let ((_, so), _) = attack_receiver(Target::first(cm20::MSG_SETUP), Attack::FlipBit(4));
     match so.unwrap_err() {
         Error::ParamMismatch { field, .. } => assert_eq!(field, "tag_bits"),
         e => panic!("{e}"),
     }
     // A garbled Setup is malformed.
-    let ((_, so), _) = attack_receiver(2, Attack::Extend(vec![1]));
+    let ((_, so), _) = attack_receiver(Target::first(cm20::MSG_SETUP), Attack::Extend(vec![1]));
     assert_malformed(&so.unwrap_err());
 }
 
 #[test]
 fn bad_prf_key_frame_is_refused() {
-    let ((ro, so), _) = attack_receiver(4, Attack::Truncate(15));
+    let ((ro, so), _) = attack_receiver(Target::first(cm20::MSG_KEY), Attack::Truncate(15));
     assert_malformed(&so.unwrap_err());
     assert!(ro.is_err());
-    let ((_, so), _) = attack_receiver(4, Attack::Extend(vec![0]));
+    let ((_, so), _) = attack_receiver(Target::first(cm20::MSG_KEY), Attack::Extend(vec![0]));
     assert_malformed(&so.unwrap_err());
 }
 
 #[test]
 fn truncated_or_overlong_delta_column_is_refused() {
-    for frame in [5, 9] {
+    for frame in [0, 4] {
         for attack in [
             Attack::Truncate(15),
             Attack::Truncate(0),
             Attack::Extend(vec![0; 16]),
         ] {
-            let ((ro, so), _) = attack_receiver(frame, attack.clone());
+            let ((ro, so), _) =
+                attack_receiver(Target::frame(cm20::MSG_DELTA, frame), attack.clone());
             let e = so.unwrap_err();
             assert_malformed(&e);
             assert!(e.to_string().contains("Δ"), "{e}");
@@ -196,8 +201,9 @@ fn truncated_or_overlong_delta_column_is_refused() {
 fn flipped_delta_bit_gives_a_subset() {
     // A semi-honest sender cannot detect a wrong Δ bit: its C_j then differs from A_j ⊕ s_j·D_j
     // in one row, which can only lose matches.
-    for (frame, at) in [(5, 0), (6, 7), (40, 15)] {
-        let ((ro, so), expected) = attack_receiver(frame, Attack::FlipBit(at));
+    for (frame, at) in [(0, 0), (1, 7), (35, 15)] {
+        let ((ro, so), expected) =
+            attack_receiver(Target::frame(cm20::MSG_DELTA, frame), Attack::FlipBit(at));
         so.unwrap();
         assert_subset(&ro.unwrap().indices, &expected);
     }
@@ -206,20 +212,21 @@ fn flipped_delta_bit_gives_a_subset() {
 #[test]
 fn truncated_or_overlong_tags_are_refused() {
     // 60 tags of 40 + ⌈log2(3000)⌉ = 52 bits = 7 bytes in one frame; cut inside the sixth.
-    let ((ro, so), _) = attack_sender(3, Attack::Truncate(7 * 5 + 3));
+    let ((ro, so), _) = attack_sender(Target::first(cm20::MSG_TAGS), Attack::Truncate(7 * 5 + 3));
     assert_malformed(&ro.unwrap_err());
     so.unwrap();
     // Whole tags missing: the receiver waits for the rest and finds the sender gone.
-    let ((ro, _), _) = attack_sender(3, Attack::Truncate(7 * 5));
+    let ((ro, _), _) = attack_sender(Target::first(cm20::MSG_TAGS), Attack::Truncate(7 * 5));
     assert!(matches!(ro.unwrap_err(), Error::PeerClosed { .. }));
-    let ((ro, _), _) = attack_sender(3, Attack::Extend(vec![0; 7]));
+    let ((ro, _), _) = attack_sender(Target::first(cm20::MSG_TAGS), Attack::Extend(vec![0; 7]));
     assert_malformed(&ro.unwrap_err());
 }
 
 #[test]
 fn flipped_tag_bit_gives_a_subset() {
     for at in [0, 7 * 13 + 2, 7 * 59 + 6] {
-        let ((ro, so), expected) = attack_sender(3, Attack::FlipBit(at));
+        let ((ro, so), expected) =
+            attack_sender(Target::first(cm20::MSG_TAGS), Attack::FlipBit(at));
         so.unwrap();
         let got = ro.unwrap().indices;
         assert_subset(&got, &expected);
@@ -229,23 +236,34 @@ fn flipped_tag_bit_gives_a_subset() {
 
 #[test]
 fn bad_base_ot_points_are_refused() {
-    let ((ro, so), _) = attack_sender(2, Attack::Truncate(31));
+    let ((ro, so), _) = attack_sender(
+        Target::first(base::MSG_RECEIVER_POINTS),
+        Attack::Truncate(31),
+    );
     assert_malformed(&ro.unwrap_err());
     assert!(so.is_err());
-    let ((ro, so), _) = attack_receiver(3, Attack::Truncate(31));
+    let ((ro, so), _) =
+        attack_receiver(Target::first(base::MSG_SENDER_POINT), Attack::Truncate(31));
     assert_malformed(&so.unwrap_err());
     assert!(ro.is_err());
 }
 
 #[test]
 fn hang_ups_are_errors_on_both_sides() {
-    for frame in [2, 3, 4, 5, 20] {
-        let ((ro, so), _) = attack_receiver(frame, Attack::HangUp);
-        assert!(ro.is_err(), "frame {frame}");
+    for target in [
+        Target::first(cm20::MSG_SETUP),
+        Target::first(base::MSG_SENDER_POINT),
+        Target::first(cm20::MSG_KEY),
+        Target::frame(cm20::MSG_DELTA, 0),
+        Target::frame(cm20::MSG_DELTA, 15),
+    ] {
+        let frame = target;
+        let ((ro, so), _) = attack_receiver(target, Attack::HangUp);
+        assert!(ro.is_err(), "{frame:?}");
         let e = so.unwrap_err();
-        assert!(matches!(e, Error::PeerClosed { .. }), "frame {frame}: {e}");
+        assert!(matches!(e, Error::PeerClosed { .. }), "{frame:?}: {e}");
     }
-    let ((ro, so), _) = attack_sender(3, Attack::HangUp);
+    let ((ro, so), _) = attack_sender(Target::first(cm20::MSG_TAGS), Attack::HangUp);
     assert!(matches!(ro.unwrap_err(), Error::PeerClosed { .. }));
     assert!(so.is_err());
 }

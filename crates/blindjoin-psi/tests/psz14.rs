@@ -7,15 +7,18 @@
 mod common;
 
 use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
+use blindjoin_core::handshake::MSG_HELLO;
 use blindjoin_core::item::{Item, items_from_records};
 use blindjoin_core::{Block, Error, Result};
+use blindjoin_ot::ext::kk13;
 use blindjoin_psi::hashing::{BinHasher, CuckooParams, CuckooTable, SimpleTable, max_bin_size};
 use blindjoin_psi::params::{ceil_log2, tag_bytes};
+use blindjoin_psi::protocols::psz14;
 use blindjoin_psi::protocols::psz14::{
     STASH, bin_seed, chunk_bins, ot_blocks, sigma_bits, stash_mask_bits,
 };
 use blindjoin_psi::{Protocol, ReceiverOutput, RunOptions, SenderOutput};
-use blindjoin_testkit::{Attack, Tamper, oracle, rng, run_two_party, sets_with_overlap};
+use blindjoin_testkit::{Attack, Tamper, Target, oracle, rng, run_two_party, sets_with_overlap};
 use rand::Rng;
 use std::collections::HashSet;
 
@@ -243,26 +246,30 @@ fn small_sets() -> (Vec<Item>, Vec<Item>, Vec<usize>) {
     (items_from_records(&r), items_from_records(&s), expected)
 }
 
-fn attack_sender(frame: usize, attack: Attack) -> (Outcome, Vec<usize>) {
+fn attack_sender(target: Target, attack: Attack) -> (Outcome, Vec<usize>) {
     let (r, s, expected) = small_sets();
     let o = RunOptions::default();
     let out = run_two_party(
         |ch| P.receive(ch, &r, &o, &mut rng(1)),
         |ch| {
-            let mut t = Tamper::new(ch, frame, attack);
-            P.send(&mut t, &s, &o, &mut rng(2))
+            let mut t = Tamper::new(ch, target, attack);
+            let out = P.send(&mut t, &s, &o, &mut rng(2));
+            assert!(t.applied(), "{target:?} was never sent");
+            out
         },
     );
     (out, expected)
 }
 
-fn attack_receiver(frame: usize, attack: Attack) -> (Outcome, Vec<usize>) {
+fn attack_receiver(target: Target, attack: Attack) -> (Outcome, Vec<usize>) {
     let (r, s, expected) = small_sets();
     let o = RunOptions::default();
     let out = run_two_party(
         |ch| {
-            let mut t = Tamper::new(ch, frame, attack);
-            P.receive(&mut t, &r, &o, &mut rng(1))
+            let mut t = Tamper::new(ch, target, attack);
+            let out = P.receive(&mut t, &r, &o, &mut rng(1));
+            assert!(t.applied(), "{target:?} was never sent");
+            out
         },
         |ch| P.send(ch, &s, &o, &mut rng(2)),
     );
@@ -285,36 +292,35 @@ fn assert_subset(got: &[usize], expected: &[usize], lost: usize) {
 
 #[test]
 fn setup_mismatch_names_the_field() {
-    // The receiver's frame 2 is (bins, stash, sigma) as postcard varints of one byte each here
+    // The receiver's table parameters are (bins, stash, sigma) as postcard varints of one byte each here
     // (b = 120, s = 4, σ = 40 + ⌈log2(6·60)⌉ = 49): flip each.
     for (byte, field) in [(0, "bins"), (1, "stash"), (2, "sigma")] {
-        let ((ro, so), _) = attack_receiver(2, Attack::FlipBit(byte));
+        let ((ro, so), _) = attack_receiver(Target::first(psz14::MSG_SETUP), Attack::FlipBit(byte));
         let e = so.unwrap_err();
         assert_eq!(field_of(&e), Some(field), "{e}");
         assert!(ro.is_err());
     }
 }
 
-/// Rewrites the first occurrence of `from` in the first frame sent (the hello).
+/// Rewrites the first occurrence of `from` in the hello.
 struct Rewrite<C> {
     inner: C,
     from: &'static [u8],
     to: &'static [u8],
-    first: bool,
 }
 
 impl<C: Channel> FrameSender for Rewrite<C> {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
-        if std::mem::take(&mut self.first) {
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+        if msg == MSG_HELLO {
             let at = frame
                 .windows(self.from.len())
                 .position(|w| w == self.from)
                 .expect("pattern in the hello");
             let mut f = frame.to_vec();
             f[at..at + self.to.len()].copy_from_slice(self.to);
-            return self.inner.send(&f);
+            return self.inner.send(msg, &f);
         }
-        self.inner.send(frame)
+        self.inner.send(msg, frame)
     }
 
     fn close(&mut self) {
@@ -349,7 +355,6 @@ fn handshake_parameter_mismatch_names_the_field() {
                     inner: ch,
                     from,
                     to,
-                    first: true,
                 };
                 P.receive(&mut w, &r, &o, &mut rng(1))
             },
@@ -368,38 +373,48 @@ fn handshake_parameter_mismatch_names_the_field() {
 
 #[test]
 fn tampered_masks_give_a_subset_and_bad_frames_are_refused() {
-    // Sender frames: 0 hello, 1 verdict, 2 base OTs, 3 and 4 the two bin-mask sets (60 masks
-    // each, one frame), 5..=8 the four stash-mask sets.
-    for frame in [3, 4, 5, 8] {
+    // The two bin-mask sets (60 masks each, one frame each) and the four stash-mask sets.
+    for target in [
+        Target::frame(psz14::MSG_BIN_MASKS, 0),
+        Target::frame(psz14::MSG_BIN_MASKS, 1),
+        Target::frame(psz14::MSG_STASH_MASKS, 0),
+        Target::frame(psz14::MSG_STASH_MASKS, 3),
+    ] {
         for at in [0, 17, 200] {
-            let ((ro, so), expected) = attack_sender(frame, Attack::FlipBit(at));
+            let ((ro, so), expected) = attack_sender(target, Attack::FlipBit(at));
             so.unwrap();
             assert_subset(&ro.unwrap().indices, &expected, 1);
         }
-        let ((ro, _), _) = attack_sender(frame, Attack::Truncate(3));
+        let ((ro, _), _) = attack_sender(target, Attack::Truncate(3));
         assert_malformed(&ro.unwrap_err());
-        let ((ro, _), _) = attack_sender(frame, Attack::Extend(vec![0; 16 * 10]));
+        let ((ro, _), _) = attack_sender(target, Attack::Extend(vec![0; 16 * 10]));
         assert_malformed(&ro.unwrap_err());
     }
-    let ((ro, so), _) = attack_sender(6, Attack::HangUp);
+    let ((ro, so), _) = attack_sender(Target::frame(psz14::MSG_STASH_MASKS, 1), Attack::HangUp);
     assert!(matches!(ro.unwrap_err(), Error::PeerClosed { .. }));
     assert!(so.is_err());
 }
 
 #[test]
 fn tampered_ot_columns_give_a_subset_and_bad_frames_are_refused() {
-    // Receiver frames: 0 hello, 1 verdict, 2 table parameters, 3 base OT, 4 the u columns. A
-    // flipped bit changes OT rows the sender cannot check (semi-honest).
+    // A flipped bit in the u columns changes OT rows the sender cannot check (semi-honest).
     for at in [3, 5000, 40_000] {
-        let ((ro, so), expected) = attack_receiver(4, Attack::FlipBit(at));
+        let ((ro, so), expected) =
+            attack_receiver(Target::first(kk13::MSG_U_COLUMNS), Attack::FlipBit(at));
         so.unwrap();
         assert_subset(&ro.unwrap().indices, &expected, 2);
     }
-    let ((ro, so), _) = attack_receiver(4, Attack::Truncate(100));
+    let ((ro, so), _) = attack_receiver(Target::first(kk13::MSG_U_COLUMNS), Attack::Truncate(100));
     assert_malformed(&so.unwrap_err());
     assert!(ro.is_err());
-    let ((_, so), _) = attack_receiver(4, Attack::Extend(vec![1; 16]));
+    let ((_, so), _) = attack_receiver(
+        Target::first(kk13::MSG_U_COLUMNS),
+        Attack::Extend(vec![1; 16]),
+    );
     assert_malformed(&so.unwrap_err());
-    let ((_, so), _) = attack_receiver(2, Attack::Replace(vec![0xff; 40]));
+    let ((_, so), _) = attack_receiver(
+        Target::first(psz14::MSG_SETUP),
+        Attack::Replace(vec![0xff; 40]),
+    );
     assert!(so.is_err());
 }

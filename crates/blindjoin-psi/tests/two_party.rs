@@ -7,9 +7,12 @@ mod common;
 
 use blindjoin_core::Error;
 use blindjoin_core::channel::Channel;
+use blindjoin_core::handshake::MSG_HELLO;
 use blindjoin_core::item::{Item, items_from_records};
+use blindjoin_ot::ext::kkrt;
+use blindjoin_psi::protocols::{ecdh, kkrt16, naive};
 use blindjoin_psi::{Protocol, ReceiverOutput, RunOptions, SenderOutput};
-use blindjoin_testkit::{Attack, Tamper, oracle, rng, run_two_party, sets_with_overlap};
+use blindjoin_testkit::{Attack, Tamper, Target, oracle, rng, run_two_party, sets_with_overlap};
 
 fn run(
     p: Protocol,
@@ -148,10 +151,10 @@ fn lowered_or_unsupported_security_is_refused_before_connecting() {
     }
 }
 
-/// Runs `p` with the sender's `frame`-th frame attacked; returns (receiver result, sender result).
+/// Runs `p` with the sender's `target` frame attacked; returns (receiver result, sender result).
 fn attack_sender(
     p: Protocol,
-    frame: usize,
+    target: Target,
     attack: Attack,
 ) -> (
     blindjoin_core::Result<ReceiverOutput>,
@@ -163,8 +166,10 @@ fn attack_sender(
     let (ro, so) = run_two_party(
         |ch| p.receive(ch, &r, &o, &mut rng(1)),
         |ch| {
-            let mut t = Tamper::new(ch, frame, attack);
-            p.send(&mut t, &s, &o, &mut rng(2))
+            let mut t = Tamper::new(ch, target, attack);
+            let out = p.send(&mut t, &s, &o, &mut rng(2));
+            assert!(t.applied(), "{p}: {target:?} was never sent");
+            out
         },
     );
     (ro, so, expected)
@@ -173,7 +178,7 @@ fn attack_sender(
 /// Same with the receiver's frame attacked.
 fn attack_receiver(
     p: Protocol,
-    frame: usize,
+    target: Target,
     attack: Attack,
 ) -> (
     blindjoin_core::Result<ReceiverOutput>,
@@ -183,8 +188,10 @@ fn attack_receiver(
     let o = RunOptions::default();
     run_two_party(
         |ch| {
-            let mut t = Tamper::new(ch, frame, attack);
-            p.receive(&mut t, &r, &o, &mut rng(1))
+            let mut t = Tamper::new(ch, target, attack);
+            let out = p.receive(&mut t, &r, &o, &mut rng(1));
+            assert!(t.applied(), "{p}: {target:?} was never sent");
+            out
         },
         |ch| p.send(ch, &s, &o, &mut rng(2)),
     )
@@ -200,24 +207,32 @@ fn assert_malformed(e: &Error) {
 #[test]
 fn garbage_hello_is_refused() {
     for p in Protocol::ALL.iter().copied() {
-        let (ro, _, _) = attack_sender(p, 0, Attack::Replace(b"GET / HTTP/1.1\r\n".to_vec()));
+        let (ro, _, _) = attack_sender(
+            p,
+            Target::first(MSG_HELLO),
+            Attack::Replace(b"GET / HTTP/1.1\r\n".to_vec()),
+        );
         let e = ro.unwrap_err();
         assert!(e.to_string().contains("not a blindjoin endpoint"), "{e}");
-        let (ro, _, _) = attack_sender(p, 0, Attack::Truncate(12));
+        let (ro, _, _) = attack_sender(p, Target::first(MSG_HELLO), Attack::Truncate(12));
         assert_malformed(&ro.unwrap_err());
-        let (ro, _, _) = attack_sender(p, 0, Attack::Extend(vec![0; 3]));
+        let (ro, _, _) = attack_sender(p, Target::first(MSG_HELLO), Attack::Extend(vec![0; 3]));
         assert_malformed(&ro.unwrap_err());
         // The wire version sits right after the 8 magic bytes.
-        let (ro, _, _) = attack_sender(p, 0, Attack::FlipBit(8));
+        let (ro, _, _) = attack_sender(p, Target::first(MSG_HELLO), Attack::FlipBit(8));
         assert_eq!(field_of(&ro.unwrap_err()), Some("wire_version"));
     }
 }
 
 #[test]
 fn ecdh_invalid_point_from_sender_is_malformed() {
-    // Frame 2 (after the hello and the verdict) is the sender's first frame of blinded points; flipping bit 0 of a Ristretto
-    // encoding makes it non-canonical ("negative"), which must not decode.
-    let (ro, _, _) = attack_sender(Protocol::Ecdh, 2, Attack::FlipBit(32 * 5));
+    // Flipping bit 0 of a Ristretto encoding in the sender's first frame of blinded points
+    // makes it non-canonical ("negative"), which must not decode.
+    let (ro, _, _) = attack_sender(
+        Protocol::Ecdh,
+        Target::first(ecdh::MSG_SENDER_POINTS),
+        Attack::FlipBit(32 * 5),
+    );
     let e = ro.unwrap_err();
     assert_malformed(&e);
     assert!(e.to_string().contains("element 5"), "{e}");
@@ -225,7 +240,11 @@ fn ecdh_invalid_point_from_sender_is_malformed() {
 
 #[test]
 fn ecdh_invalid_point_from_receiver_is_malformed() {
-    let (_, so) = attack_receiver(Protocol::Ecdh, 2, Attack::FlipBit(0));
+    let (_, so) = attack_receiver(
+        Protocol::Ecdh,
+        Target::first(ecdh::MSG_RECEIVER_POINTS),
+        Attack::FlipBit(0),
+    );
     let e = so.unwrap_err();
     assert_malformed(&e);
     assert!(e.to_string().contains("element 0"), "{e}");
@@ -235,22 +254,34 @@ fn ecdh_invalid_point_from_receiver_is_malformed() {
 fn truncated_and_overlong_bulk_frames_are_refused() {
     for p in Protocol::ALL.iter().copied() {
         // Half an element.
-        let (ro, _, _) = attack_sender(p, 2, Attack::Truncate(5));
+        let (ro, _, _) = attack_sender(p, common::first_message(p, false), Attack::Truncate(5));
         assert_malformed(&ro.unwrap_err());
         // More elements than the handshake announced.
-        let (ro, _, _) = attack_sender(p, 2, Attack::Extend(vec![0; 32 * 100]));
+        let (ro, _, _) = attack_sender(
+            p,
+            common::first_message(p, false),
+            Attack::Extend(vec![0; 32 * 100]),
+        );
         assert_malformed(&ro.unwrap_err());
     }
-    // The tags frame of ecdh (sender's frame 3): 7-byte tags (40 + ⌈log2(50·60)⌉ = 52 bits),
+    // The tags frame of ecdh: 7-byte tags (40 + ⌈log2(50·60)⌉ = 52 bits),
     // cut inside the sixth tag.
-    let (ro, _, _) = attack_sender(Protocol::Ecdh, 3, Attack::Truncate(7 * 5 + 3));
+    let (ro, _, _) = attack_sender(
+        Protocol::Ecdh,
+        Target::first(ecdh::MSG_TAGS),
+        Attack::Truncate(7 * 5 + 3),
+    );
     assert_malformed(&ro.unwrap_err());
 }
 
 #[test]
 fn tampered_tags_change_the_result_but_never_panic() {
     // A semi-honest protocol cannot detect a wrong tag, but it must still finish cleanly.
-    let (ro, so, expected) = attack_sender(Protocol::Naive, 2, Attack::FlipBit(0));
+    let (ro, so, expected) = attack_sender(
+        Protocol::Naive,
+        Target::first(naive::MSG_HASHES),
+        Attack::FlipBit(0),
+    );
     so.unwrap();
     let got = ro.unwrap().indices;
     assert!(got.len() + 1 >= expected.len() && got.iter().all(|i| expected.contains(i)));
@@ -259,12 +290,16 @@ fn tampered_tags_change_the_result_but_never_panic() {
 #[test]
 fn peer_hanging_up_mid_protocol_is_an_error_on_both_sides() {
     for p in Protocol::ALL.iter().copied() {
-        let (ro, so, _) = attack_sender(p, 2, Attack::HangUp);
+        let (ro, so, _) = attack_sender(p, common::first_message(p, false), Attack::HangUp);
         let e = ro.unwrap_err();
         assert!(matches!(e, Error::PeerClosed { .. }), "{p}: {e}");
         assert!(so.is_err());
     }
-    let (ro, so) = attack_receiver(Protocol::Ecdh, 2, Attack::HangUp);
+    let (ro, so) = attack_receiver(
+        Protocol::Ecdh,
+        Target::first(ecdh::MSG_RECEIVER_POINTS),
+        Attack::HangUp,
+    );
     assert!(ro.is_err());
     assert!(matches!(so.unwrap_err(), Error::PeerClosed { .. }));
 }
@@ -304,12 +339,12 @@ fn kkrt16_metered_bytes_match_the_formula() {
 
 #[test]
 fn kkrt16_bin_count_mismatch_names_the_field() {
-    // The receiver's frame 2 is its bin count (postcard varint); change it.
+    // The receiver's bin count (a postcard varint); change it.
     let (r, s, _) = small_sets();
     let o = RunOptions::default();
     let (ro, so) = run_two_party(
         |ch| {
-            let mut t = Tamper::new(ch, 2, Attack::FlipBit(0));
+            let mut t = Tamper::new(ch, Target::first(kkrt16::MSG_SETUP), Attack::FlipBit(0));
             Protocol::Kkrt16.receive(&mut t, &r, &o, &mut rng(1))
         },
         |ch| Protocol::Kkrt16.send(ch, &s, &o, &mut rng(2)),
@@ -320,13 +355,13 @@ fn kkrt16_bin_count_mismatch_names_the_field() {
 
 #[test]
 fn kkrt16_tampered_oprf_matrix_is_an_error_or_a_subset() {
-    // A flipped bit in the u columns (receiver's frame 4) changes one bin's OPRF key; the
+    // A flipped bit in the u columns changes one bin's OPRF key; the
     // sender cannot notice (semi-honest), the run finishes, and no wrong index appears.
     let (r, s, expected) = small_sets();
     let o = RunOptions::default();
     let (ro, so) = run_two_party(
         |ch| {
-            let mut t = Tamper::new(ch, 4, Attack::FlipBit(3));
+            let mut t = Tamper::new(ch, Target::first(kkrt::MSG_U_COLUMNS), Attack::FlipBit(3));
             Protocol::Kkrt16.receive(&mut t, &r, &o, &mut rng(1))
         },
         |ch| Protocol::Kkrt16.send(ch, &s, &o, &mut rng(2)),
@@ -337,7 +372,11 @@ fn kkrt16_tampered_oprf_matrix_is_an_error_or_a_subset() {
     // A truncated u frame is refused by the sender.
     let (_, so) = run_two_party(
         |ch| {
-            let mut t = Tamper::new(ch, 4, Attack::Truncate(100));
+            let mut t = Tamper::new(
+                ch,
+                Target::first(kkrt::MSG_U_COLUMNS),
+                Attack::Truncate(100),
+            );
             Protocol::Kkrt16.receive(&mut t, &r, &o, &mut rng(1))
         },
         |ch| Protocol::Kkrt16.send(ch, &s, &o, &mut rng(2)),

@@ -4,7 +4,8 @@
 //! - [`rng`] gives seeded, reproducible RNGs;
 //! - [`sets_with_overlap`] makes two record sets with a chosen overlap, each shuffled
 //!   independently, and [`oracle`] computes the exact expected receiver indices;
-//! - [`Tamper`] wraps a channel and corrupts, truncates or drops one of the frames it sends.
+//! - [`Tamper`] wraps a channel and corrupts, truncates or drops one frame it sends, chosen by
+//!   the message's name ([`Target`]).
 #![deny(missing_docs)]
 
 use blindjoin_core::Result;
@@ -115,39 +116,88 @@ pub enum Attack {
     HangUp,
 }
 
-/// A channel that applies an [`Attack`] to the `target`-th frame it sends (0-based).
+/// Which frame a [`Tamper`] attacks: frame `frame` (0-based) of the message named `msg`, as
+/// the protocol names it in its sends (and in its flow).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// The message's name.
+    pub msg: &'static str,
+    /// Which frame of that message.
+    pub frame: usize,
+}
+
+impl Target {
+    /// The first frame of message `msg`.
+    pub fn first(msg: &'static str) -> Target {
+        Target { msg, frame: 0 }
+    }
+
+    /// Frame `frame` (0-based) of message `msg`.
+    pub fn frame(msg: &'static str, frame: usize) -> Target {
+        Target { msg, frame }
+    }
+}
+
+/// What a [`Tamper`] has seen: the frames sent per message, and whether the attack happened.
+#[derive(Debug, Default)]
+struct Seen {
+    /// `(message, frame length)` of every frame sent, in order.
+    frames: Vec<(&'static str, usize)>,
+    applied: bool,
+}
+
+impl Seen {
+    /// Records a frame of `msg`; whether it is the target.
+    fn record(&mut self, msg: &'static str, len: usize, target: Target) -> bool {
+        let index = self.frames.iter().filter(|(m, _)| *m == msg).count();
+        self.frames.push((msg, len));
+        let hit = msg == target.msg && index == target.frame;
+        self.applied |= hit;
+        hit
+    }
+}
+
+/// A channel that applies an [`Attack`] to one frame it sends, chosen by message name
+/// ([`Target`]); every other frame passes unchanged.
 #[derive(Debug)]
 pub struct Tamper<C> {
     inner: C,
-    target: usize,
+    target: Target,
     attack: Attack,
-    sent: usize,
-    /// The original length of every frame sent, in order (for tests that locate a message).
-    pub sent_lengths: Vec<usize>,
+    seen: Seen,
 }
 
 impl<C> Tamper<C> {
     /// Wraps `inner`.
-    pub fn new(inner: C, target: usize, attack: Attack) -> Self {
+    pub fn new(inner: C, target: Target, attack: Attack) -> Self {
         Tamper {
             inner,
             target,
             attack,
-            sent: 0,
-            sent_lengths: Vec::new(),
+            seen: Seen::default(),
         }
+    }
+
+    /// Whether the target frame was sent (and so attacked).
+    pub fn applied(&self) -> bool {
+        self.seen.applied
+    }
+
+    /// `(message, frame length)` of every frame sent, in order (the original lengths).
+    pub fn frames(&self) -> &[(&'static str, usize)] {
+        &self.seen.frames
     }
 }
 
 fn tampered_send(
     tx: &mut dyn FrameSender,
+    msg: &'static str,
     frame: &[u8],
-    index: usize,
-    target: usize,
+    hit: bool,
     attack: &Attack,
 ) -> Result<()> {
-    if index != target {
-        return tx.send(frame);
+    if !hit {
+        return tx.send(msg, frame);
     }
     match attack {
         Attack::FlipBit(at) => {
@@ -156,15 +206,15 @@ fn tampered_send(
                 let i = at % f.len();
                 f[i] ^= 1;
             }
-            tx.send(&f)
+            tx.send(msg, &f)
         }
-        Attack::Truncate(n) => tx.send(&frame[..(*n).min(frame.len())]),
+        Attack::Truncate(n) => tx.send(msg, &frame[..(*n).min(frame.len())]),
         Attack::Extend(extra) => {
             let mut f = frame.to_vec();
             f.extend_from_slice(extra);
-            tx.send(&f)
+            tx.send(msg, &f)
         }
-        Attack::Replace(bytes) => tx.send(bytes),
+        Attack::Replace(bytes) => tx.send(msg, bytes),
         Attack::HangUp => Err(blindjoin_core::Error::PeerClosed {
             during: "a send (test hang-up)",
         }),
@@ -172,11 +222,9 @@ fn tampered_send(
 }
 
 impl<C: Channel> FrameSender for Tamper<C> {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
-        let i = self.sent;
-        self.sent += 1;
-        self.sent_lengths.push(frame.len());
-        tampered_send(&mut self.inner, frame, i, self.target, &self.attack)
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+        let hit = self.seen.record(msg, frame.len(), self.target);
+        tampered_send(&mut self.inner, msg, frame, hit, &self.attack)
     }
 
     fn close(&mut self) {
@@ -192,18 +240,15 @@ impl<C: Channel> FrameReceiver for Tamper<C> {
 
 struct TamperSender<'a> {
     tx: Box<dyn FrameSender + 'a>,
-    sent: &'a mut usize,
-    lengths: &'a mut Vec<usize>,
-    target: usize,
+    seen: &'a mut Seen,
+    target: Target,
     attack: &'a Attack,
 }
 
 impl FrameSender for TamperSender<'_> {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
-        let i = *self.sent;
-        *self.sent += 1;
-        self.lengths.push(frame.len());
-        tampered_send(&mut *self.tx, frame, i, self.target, self.attack)
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+        let hit = self.seen.record(msg, frame.len(), self.target);
+        tampered_send(&mut *self.tx, msg, frame, hit, self.attack)
     }
 
     fn close(&mut self) {
@@ -218,8 +263,7 @@ impl<C: Channel> Channel for Tamper<C> {
             rx,
             Box::new(TamperSender {
                 tx,
-                sent: &mut self.sent,
-                lengths: &mut self.sent_lengths,
+                seen: &mut self.seen,
                 target: self.target,
                 attack: &self.attack,
             }),

@@ -41,7 +41,7 @@ pub fn memory_pair(timeout: Duration) -> (MemoryChannel, MemoryChannel) {
 }
 
 impl FrameSender for MemorySender {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
+    fn send(&mut self, _msg: &'static str, frame: &[u8]) -> Result<()> {
         self.tx
             .as_ref()
             .ok_or(Error::PeerClosed { during: "a send" })?
@@ -69,8 +69,8 @@ impl FrameReceiver for MemoryReceiver {
 }
 
 impl FrameSender for MemoryChannel {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
-        self.tx.send(frame)
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+        self.tx.send(msg, frame)
     }
 
     fn close(&mut self) {

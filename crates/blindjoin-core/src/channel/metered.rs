@@ -1,7 +1,9 @@
-//! A wrapper that counts the traffic of any channel, in bytes.
+//! A wrapper that counts the traffic of any channel, in bytes, in total and per message.
 //!
 //! Bytes are counted as they would cross a byte stream: payload plus the
 //! [`FRAME_HEADER_LEN`]-byte length prefix of every frame, whatever the transport underneath.
+//! Sends and receives name their message, so [`Metered::messages_sent`] and
+//! [`Metered::messages_received`] break the traffic down by the protocol's message names.
 //! A *flight* is a run of frames this party sends with no receive in between. When a protocol
 //! receives in one thread while it sends in another, flights interleave arbitrarily, so they
 //! count activity, not latency rounds; a protocol's rounds are a property of its message flow
@@ -10,6 +12,8 @@
 use super::{Channel, FRAME_HEADER_LEN, FrameReceiver, FrameSender};
 use crate::Result;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Traffic counters of one party.
@@ -27,8 +31,22 @@ pub struct Traffic {
     pub flights_sent: u64,
 }
 
+/// Traffic of one message in one direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageTraffic {
+    /// Frames of the message.
+    pub frames: u64,
+    /// Bytes of the message, framing included.
+    pub bytes: u64,
+}
+
+/// Traffic by message name.
+pub type ByMessage = BTreeMap<&'static str, MessageTraffic>;
+
 #[derive(Debug, Default)]
 struct Counters {
+    sent_by_message: Mutex<ByMessage>,
+    received_by_message: Mutex<ByMessage>,
     bytes_sent: AtomicU64,
     bytes_received: AtomicU64,
     frames_sent: AtomicU64,
@@ -38,7 +56,8 @@ struct Counters {
 }
 
 impl Counters {
-    fn on_send(&self, len: usize) {
+    fn on_send(&self, msg: &'static str, len: usize) {
+        count(&self.sent_by_message, msg, len);
         self.bytes_sent
             .fetch_add((len + FRAME_HEADER_LEN) as u64, Ordering::Relaxed);
         self.frames_sent.fetch_add(1, Ordering::Relaxed);
@@ -47,12 +66,23 @@ impl Counters {
         }
     }
 
-    fn on_recv(&self, len: usize) {
+    fn on_recv(&self, msg: &'static str, len: usize) {
+        count(&self.received_by_message, msg, len);
         self.bytes_received
             .fetch_add((len + FRAME_HEADER_LEN) as u64, Ordering::Relaxed);
         self.frames_received.fetch_add(1, Ordering::Relaxed);
         self.sending.store(false, Ordering::Relaxed);
     }
+}
+
+fn count(map: &Mutex<ByMessage>, msg: &'static str, len: usize) {
+    // A panic elsewhere cannot leave the map half-updated; counting on is safe.
+    let mut m = map
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let t = m.entry(msg).or_default();
+    t.frames += 1;
+    t.bytes += (len + FRAME_HEADER_LEN) as u64;
 }
 
 /// A channel that counts what passes through it.
@@ -83,10 +113,26 @@ impl<C> Metered<C> {
         }
     }
 
+    /// Traffic sent so far, by message name.
+    pub fn messages_sent(&self) -> ByMessage {
+        snapshot(&self.counters.sent_by_message)
+    }
+
+    /// Traffic received so far, by message name.
+    pub fn messages_received(&self) -> ByMessage {
+        snapshot(&self.counters.received_by_message)
+    }
+
     /// The wrapped channel.
     pub fn into_inner(self) -> C {
         self.inner
     }
+}
+
+fn snapshot(map: &Mutex<ByMessage>) -> ByMessage {
+    map.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
 }
 
 struct MeteredSender<'a, S: ?Sized> {
@@ -100,9 +146,9 @@ struct MeteredReceiver<'a, R: ?Sized> {
 }
 
 impl<S: FrameSender + ?Sized> FrameSender for MeteredSender<'_, S> {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
-        self.inner.send(frame)?;
-        self.counters.on_send(frame.len());
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+        self.inner.send(msg, frame)?;
+        self.counters.on_send(msg, frame.len());
         Ok(())
     }
 
@@ -114,20 +160,20 @@ impl<S: FrameSender + ?Sized> FrameSender for MeteredSender<'_, S> {
 impl<R: FrameReceiver + ?Sized> FrameReceiver for MeteredReceiver<'_, R> {
     fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
         let frame = self.inner.recv(what, max_len)?;
-        self.counters.on_recv(frame.len());
+        self.counters.on_recv(what, frame.len());
         Ok(frame)
     }
     fn recv_into(&mut self, what: &'static str, max_len: usize, buf: &mut Vec<u8>) -> Result<()> {
         self.inner.recv_into(what, max_len, buf)?;
-        self.counters.on_recv(buf.len());
+        self.counters.on_recv(what, buf.len());
         Ok(())
     }
 }
 
 impl<C: Channel> FrameSender for Metered<C> {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
-        self.inner.send(frame)?;
-        self.counters.on_send(frame.len());
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+        self.inner.send(msg, frame)?;
+        self.counters.on_send(msg, frame.len());
         Ok(())
     }
 
@@ -139,12 +185,12 @@ impl<C: Channel> FrameSender for Metered<C> {
 impl<C: Channel> FrameReceiver for Metered<C> {
     fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
         let frame = self.inner.recv(what, max_len)?;
-        self.counters.on_recv(frame.len());
+        self.counters.on_recv(what, frame.len());
         Ok(frame)
     }
     fn recv_into(&mut self, what: &'static str, max_len: usize, buf: &mut Vec<u8>) -> Result<()> {
         self.inner.recv_into(what, max_len, buf)?;
-        self.counters.on_recv(buf.len());
+        self.counters.on_recv(what, buf.len());
         Ok(())
     }
 }
@@ -163,5 +209,60 @@ impl<C: Channel> Channel for Metered<C> {
                 counters,
             }),
         )
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::channel::framed_bytes;
+    use crate::channel::memory::memory_pair;
+    use crate::channel::{BulkReader, send_elements};
+    use std::time::Duration;
+
+    #[test]
+    fn traffic_is_counted_per_message_with_framing() {
+        let (a, b) = memory_pair(Duration::from_secs(5));
+        let (mut a, mut b) = (Metered::new(a), Metered::new(b));
+        // 10 elements of 3 bytes, 4 per frame: frames of 12, 12 and 6 bytes.
+        let data = vec![1u8; 30];
+        send_elements(&mut a, "elements", &data, 3, 4).unwrap();
+        a.send("note", b"hi").unwrap();
+        let mut reader = BulkReader::new("elements", 3, 10);
+        while reader.next_frame(&mut b).unwrap().is_some() {}
+        b.recv("note", 2).unwrap();
+        b.send("reply", &[0; 7]).unwrap();
+        a.recv("reply", 7).unwrap();
+
+        let sent = a.messages_sent();
+        assert_eq!(
+            sent["elements"],
+            MessageTraffic {
+                frames: 3,
+                bytes: 30 + 3 * 4
+            }
+        );
+        assert_eq!(sent["elements"].bytes, framed_bytes(10, 3, 4));
+        assert_eq!(
+            sent["note"],
+            MessageTraffic {
+                frames: 1,
+                bytes: 6
+            }
+        );
+        assert_eq!(sent.len(), 2);
+        assert_eq!(b.messages_received(), sent);
+        assert_eq!(
+            a.messages_received()["reply"],
+            MessageTraffic {
+                frames: 1,
+                bytes: 11
+            }
+        );
+        let t = a.traffic();
+        assert_eq!((t.bytes_sent, t.frames_sent, t.flights_sent), (48, 4, 1));
+        assert_eq!((t.bytes_received, t.frames_received), (11, 1));
+        assert_eq!(framed_bytes(0, 3, 4), 0);
     }
 }

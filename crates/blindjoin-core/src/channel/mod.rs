@@ -30,8 +30,11 @@ pub const MAX_FRAME_LEN: usize = 64 << 20;
 
 /// The sending half of a channel.
 pub trait FrameSender: Send {
-    /// Sends one frame and pushes it to the peer (no frame is held back in a buffer).
-    fn send(&mut self, frame: &[u8]) -> Result<()>;
+    /// Sends one frame of the message named `msg` and pushes it to the peer (no frame is held
+    /// back in a buffer). `msg` is the name the peer's receive uses for the same message (the
+    /// protocol's flow names every message); it does not travel, but wrappers count traffic
+    /// by it ([`metered`]) and test channels pick their target by it.
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()>;
 
     /// Ends this direction: the peer's next receive reports [`Error::PeerClosed`] once it has
     /// read what was sent before. Later sends fail. Used to unblock a peer after a local error.
@@ -59,8 +62,8 @@ pub trait Channel: FrameSender + FrameReceiver {
 }
 
 impl<T: FrameSender + ?Sized> FrameSender for &mut T {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
-        (**self).send(frame)
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+        (**self).send(msg, frame)
     }
 
     fn close(&mut self) {
@@ -78,8 +81,8 @@ impl<T: FrameReceiver + ?Sized> FrameReceiver for &mut T {
 }
 
 impl<T: FrameSender + ?Sized> FrameSender for Box<T> {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
-        (**self).send(frame)
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+        (**self).send(msg, frame)
     }
 
     fn close(&mut self) {
@@ -122,13 +125,17 @@ pub fn check_frame_len(what: &'static str, len: u64, max_len: usize) -> Result<u
     Ok(len as usize)
 }
 
-/// Sends a control message encoded with postcard.
-pub fn send_msg<T: Serialize>(ch: &mut (impl FrameSender + ?Sized), msg: &T) -> Result<()> {
-    let bytes = postcard::to_stdvec(msg).map_err(|e| Error::InvalidParam {
+/// Sends a control message `value` encoded with postcard, as message `msg`.
+pub fn send_msg<T: Serialize>(
+    ch: &mut (impl FrameSender + ?Sized),
+    msg: &'static str,
+    value: &T,
+) -> Result<()> {
+    let bytes = postcard::to_stdvec(value).map_err(|e| Error::InvalidParam {
         field: "message",
-        reason: format!("cannot encode: {e}"),
+        reason: format!("cannot encode {msg}: {e}"),
     })?;
-    ch.send(&bytes)
+    ch.send(msg, &bytes)
 }
 
 /// Receives a postcard-encoded control message of at most `max_len` bytes. Trailing bytes after
@@ -150,19 +157,27 @@ pub fn recv_msg<T: DeserializeOwned>(
     Ok(msg)
 }
 
-/// Sends `count` fixed-width elements laid out in `data` as frames of at most `per_frame`
-/// elements each.
+/// Sends the fixed-width elements laid out in `data` as message `msg`, in frames of at most
+/// `per_frame` elements each (no frame at all for no data; [`framed_bytes`] counts the bytes).
 pub fn send_elements(
     ch: &mut (impl FrameSender + ?Sized),
+    msg: &'static str,
     data: &[u8],
     elem_len: usize,
     per_frame: usize,
 ) -> Result<()> {
     let step = elem_len.saturating_mul(per_frame.max(1)).max(1);
     for frame in data.chunks(step) {
-        ch.send(frame)?;
+        ch.send(msg, frame)?;
     }
     Ok(())
+}
+
+/// Bytes on a byte stream, framing included, of `count` elements of `elem_len` bytes sent by
+/// [`send_elements`] with `per_frame` elements per frame.
+pub fn framed_bytes(count: u64, elem_len: usize, per_frame: usize) -> u64 {
+    let frames = count.div_ceil(per_frame.max(1) as u64);
+    count * elem_len as u64 + frames * FRAME_HEADER_LEN as u64
 }
 
 /// Reads a stream of fixed-width elements whose total count was agreed in the handshake.

@@ -131,7 +131,7 @@ impl TcpChannel {
 }
 
 impl FrameSender for TcpSender {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
+    fn send(&mut self, _msg: &'static str, frame: &[u8]) -> Result<()> {
         let len = u32::try_from(frame.len()).map_err(|_| Error::InvalidParam {
             field: "frame",
             reason: format!("{} bytes do not fit one frame", frame.len()),
@@ -209,8 +209,8 @@ impl FrameReceiver for TcpReceiver {
 }
 
 impl FrameSender for TcpChannel {
-    fn send(&mut self, frame: &[u8]) -> Result<()> {
-        self.tx.send(frame)
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+        self.tx.send(msg, frame)
     }
 
     fn close(&mut self) {

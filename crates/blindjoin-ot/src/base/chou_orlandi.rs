@@ -182,7 +182,7 @@ fn send<C: Channel + ?Sized>(
     let a = SecretScalar::random(rng);
     let s = RistrettoPoint::mul_base(&a.0);
     let s_enc = s.compress().to_bytes();
-    FrameSender::send(ch, &s_enc)?;
+    FrameSender::send(ch, MSG_SENDER_POINT, &s_enc)?;
 
     // T = a·S, then the keys of each frame of R_i as it arrives.
     let t = Zeroizing::new(s * a.0);
@@ -278,7 +278,7 @@ fn receive<C: Channel + ?Sized>(
                     r1.zeroize();
                 }
             });
-        FrameSender::send(ch, &points)?;
+        FrameSender::send(ch, MSG_RECEIVER_POINTS, &points)?;
 
         // k_i = H(sid, S, i, R_i, b_i·S).
         keys.par_chunks_mut(PAR_OTS)

@@ -12,8 +12,10 @@ use blindjoin_core::transpose::transpose_128xn;
 use blindjoin_core::{Block, Error, Result, block};
 use rand::CryptoRng;
 
-const U_COLUMNS: &str = "the OT extension's u columns";
-const Y_VALUES: &str = "the OT sender's masked messages";
+/// Name of the receiver's u columns (one frame per chunk of OTs).
+pub const MSG_U_COLUMNS: &str = "the OT extension's u columns";
+/// Name of the sender's masked messages of correlated and chosen-message OT.
+pub const MSG_Y_VALUES: &str = "the OT sender's masked messages";
 
 /// The extension sender's state after setup.
 struct SenderState {
@@ -32,10 +34,10 @@ impl SenderState {
     /// (at most [`CHUNK`] of them). Does not advance `next_index`.
     fn extend_chunk<C: Channel + ?Sized>(&mut self, ch: &mut C, dest: &mut [Block]) -> Result<()> {
         let rb = row_bytes(dest.len());
-        let u = ch.recv(U_COLUMNS, KAPPA * rb)?;
+        let u = ch.recv(MSG_U_COLUMNS, KAPPA * rb)?;
         if u.len() != KAPPA * rb {
             return Err(Error::malformed(
-                U_COLUMNS,
+                MSG_U_COLUMNS,
                 format!("{} bytes, {} expected", u.len(), KAPPA * rb),
             ));
         }
@@ -181,7 +183,7 @@ impl<B: BaseOtReceiver> IknpSender<B> {
         let mut pairs = vec![[Block::ZERO; 2]; out.len()];
         self.send_random(ch, &mut pairs)?;
         let y: Vec<Block> = pairs.iter().map(|[x0, x1]| *x0 ^ delta ^ *x1).collect();
-        send_elements(ch, &block::blocks_to_bytes(&y), 16, CHUNK)?;
+        send_elements(ch, MSG_Y_VALUES, &block::blocks_to_bytes(&y), 16, CHUNK)?;
         for (o, [x0, _]) in out.iter_mut().zip(&pairs) {
             *o = *x0;
         }
@@ -201,7 +203,7 @@ impl<B: BaseOtReceiver> IknpSender<B> {
             y.push(*m0 ^ *x0);
             y.push(*m1 ^ *x1);
         }
-        send_elements(ch, &block::blocks_to_bytes(&y), 32, CHUNK)
+        send_elements(ch, MSG_Y_VALUES, &block::blocks_to_bytes(&y), 32, CHUNK)
     }
 }
 
@@ -314,7 +316,7 @@ impl<B: BaseOtSender> IknpReceiver<B> {
                     *a ^= b ^ c;
                 }
             }
-            ch.send(u)?;
+            ch.send(MSG_U_COLUMNS, u)?;
             transpose_rows(t, rb, dest)?;
         }
         st.next_index += choices.len() as u64;
@@ -369,12 +371,12 @@ impl<B: BaseOtSender> IknpReceiver<B> {
 
 /// Receives `m·per_ot` blocks.
 fn recv_blocks<C: Channel + ?Sized>(ch: &mut C, m: usize, per_ot: usize) -> Result<Vec<Block>> {
-    let mut reader = BulkReader::new(Y_VALUES, 16 * per_ot, m as u64);
+    let mut reader = BulkReader::new(MSG_Y_VALUES, 16 * per_ot, m as u64);
     let mut out = Vec::with_capacity(m * per_ot);
     while let Some(frame) = reader.next_frame(ch)? {
         out.extend(
             block::blocks_from_bytes(&frame)
-                .ok_or_else(|| Error::malformed(Y_VALUES, "not whole blocks"))?,
+                .ok_or_else(|| Error::malformed(MSG_Y_VALUES, "not whole blocks"))?,
         );
     }
     Ok(out)

@@ -64,7 +64,8 @@ use rand::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroize;
 
-const U_COLUMNS: &str = "the KK13 extension's u columns";
+/// Name of the receiver's u columns (one frame per chunk of OTs).
+pub const MSG_U_COLUMNS: &str = "the KK13 extension's u columns";
 
 /// Label of the random oracle H (with the session id and the row width).
 const RO_LABEL: &str = "blindjoin/ot/kk13/ro/v2";
@@ -372,7 +373,7 @@ impl<B: BaseOtReceiver> Kk13Sender<B> {
     ) -> Result<Kk13SenderOutputs> {
         let st = self.state.as_mut().ok_or_else(not_set_up)?;
         let mut rows = std::mem::take(&mut self.spare);
-        let first = st.core.extend(ch, m, U_COLUMNS, &mut rows)?;
+        let first = st.core.extend(ch, m, MSG_U_COLUMNS, &mut rows)?;
         Ok(Kk13SenderOutputs {
             rows,
             masks: st.masks.clone(),
@@ -509,6 +510,7 @@ impl<B: BaseOtSender> Kk13Receiver<B> {
             let first = st.core.extend(
                 ch,
                 part.len(),
+                MSG_U_COLUMNS,
                 |start, len, rb, cols| code_columns(eta, &part[start..start + len], rb, cols),
                 &mut st.rows,
             )?;

@@ -65,7 +65,8 @@ use rayon::prelude::*;
 use std::sync::Arc;
 use zeroize::Zeroize;
 
-const U_COLUMNS: &str = "the KKRT OPRF's u columns";
+/// Name of the receiver's u columns (one frame per chunk of OTs).
+pub const MSG_U_COLUMNS: &str = "the KKRT OPRF's u columns";
 
 /// Label of the random oracle H.
 const RO_LABEL: &str = "blindjoin/ot/kkrt/ro/v1";
@@ -354,7 +355,7 @@ impl<B: BaseOtReceiver> KkrtSender<B> {
     pub fn send<C: Channel + ?Sized>(&mut self, ch: &mut C, m: usize) -> Result<KkrtSenderOutputs> {
         let st = self.state.as_mut().ok_or_else(not_set_up)?;
         let mut rows = std::mem::take(&mut self.spare);
-        let first = st.core.extend(ch, m, U_COLUMNS, &mut rows)?;
+        let first = st.core.extend(ch, m, MSG_U_COLUMNS, &mut rows)?;
         Ok(KkrtSenderOutputs {
             rows,
             shared: Arc::clone(&st.shared),
@@ -418,6 +419,7 @@ impl<B: BaseOtSender> KkrtReceiver<B> {
             let first = st.core.extend(
                 ch,
                 part.len(),
+                MSG_U_COLUMNS,
                 |start, len, rb, cols| {
                     prc.encode(&part[start..start + len], tmp, codes);
                     rows_to_columns(codes, w, rb, cols);

@@ -29,8 +29,10 @@ use rand::CryptoRng;
 /// Extra OTs for the check: κ + λ = 168 rounded up to whole columns.
 pub const EXTRA: usize = 256;
 
-const SEED: &str = "the KOS challenge seed";
-const PROOF: &str = "the KOS check values";
+/// Name of the sender's challenge seed.
+pub const MSG_SEED: &str = "the KOS challenge seed";
+/// Name of the receiver's check values (x, t).
+pub const MSG_PROOF: &str = "the KOS check values";
 
 /// KOS sender (the party that checks), generic over its base OT.
 #[derive(Debug)]
@@ -91,8 +93,8 @@ impl<B: BaseOtReceiver> KosSender<B> {
         let m = out.len();
         let seed = prg.next_block();
         let (first, q) = self.iknp.extend(ch, m + EXTRA)?;
-        ch.send(&seed.to_bytes())?;
-        let proof = ch.recv(PROOF, 32)?;
+        ch.send(MSG_SEED, &seed.to_bytes())?;
+        let proof = ch.recv(MSG_PROOF, 32)?;
         let (x, t) = match (
             Block::from_slice(proof.get(..16).unwrap_or_default()),
             Block::from_slice(proof.get(16..).unwrap_or_default()),
@@ -100,7 +102,7 @@ impl<B: BaseOtReceiver> KosSender<B> {
             (Some(x), Some(t)) => (x, t),
             _ => {
                 return Err(Error::malformed(
-                    PROOF,
+                    MSG_PROOF,
                     format!("{} bytes, 32 expected", proof.len()),
                 ));
             }
@@ -156,9 +158,9 @@ impl<B: BaseOtSender> KosReceiver<B> {
         prg.fill_blocks(&mut extra);
         all.extend((0..EXTRA).map(|j| extra[j / 128].bit(j % 128)));
         let (first, t) = self.iknp.extend(ch, &all)?;
-        let seed_bytes = ch.recv(SEED, 16)?;
+        let seed_bytes = ch.recv(MSG_SEED, 16)?;
         let seed = Block::from_slice(&seed_bytes).ok_or_else(|| {
-            Error::malformed(SEED, format!("{} bytes, 16 expected", seed_bytes.len()))
+            Error::malformed(MSG_SEED, format!("{} bytes, 16 expected", seed_bytes.len()))
         })?;
         let chi = challenges(seed, all.len());
         // x = Σ χ_i·r_i with r_i a bit: the XOR of the χ_i whose choice is 1 (constant time).
@@ -169,7 +171,7 @@ impl<B: BaseOtSender> KosReceiver<B> {
         let tt = gf128_inner_product(&chi, &t);
         let mut proof = x.to_bytes().to_vec();
         proof.extend_from_slice(&tt.to_bytes());
-        ch.send(&proof)?;
+        ch.send(MSG_PROOF, &proof)?;
         let mut rows = t;
         rows.truncate(choices.len());
         session_aes(&sid, "ot/iknp/tccr").tccr_hash(first, &mut rows);

@@ -339,12 +339,13 @@ impl WideReceiver {
 
     /// Extends `m` OTs: for each chunk `[start, start + len)` of ≤ [`CHUNK`] OTs, `code(start,
     /// len, rb, cols)` must overwrite `cols` (128·w columns of `rb` bytes) with the columns of
-    /// the chunk's codewords; the u columns are sent and the rows t_i appended to `rows`.
-    /// Returns the global index of the first OT.
+    /// the chunk's codewords; the u columns are sent as message `what` and the rows t_i
+    /// appended to `rows`. Returns the global index of the first OT.
     pub(crate) fn extend<C: Channel + ?Sized>(
         &mut self,
         ch: &mut C,
         m: usize,
+        what: &'static str,
         mut code: impl FnMut(usize, usize, usize, &mut [u8]),
         rows: &mut Vec<Block>,
     ) -> Result<u64> {
@@ -371,7 +372,7 @@ impl WideReceiver {
                     *a ^= b ^ c;
                 }
             }
-            ch.send(&self.u)?;
+            ch.send(what, &self.u)?;
             columns_to_rows(&self.t, rb, len, self.width, &mut self.tiles, rows)?;
             start += len;
         }

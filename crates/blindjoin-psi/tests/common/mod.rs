@@ -75,6 +75,24 @@ pub fn metered(p: Protocol, recv: &[Item], send: &[Item]) -> (Vec<usize>, Traffi
     (indices, rt, st)
 }
 
+/// The first message `p`'s receiver (`receiver`) or sender sends after the handshake.
+#[allow(dead_code)]
+pub fn first_message(p: Protocol, receiver: bool) -> blindjoin_testkit::Target {
+    use blindjoin_ot::base;
+    use blindjoin_psi::protocols::{cm20, ecdh, kkrt16, naive, psz14};
+    let msg = match (p.name(), receiver) {
+        ("naive", false) => naive::MSG_HASHES,
+        ("ecdh", false) => ecdh::MSG_SENDER_POINTS,
+        ("ecdh", true) => ecdh::MSG_RECEIVER_POINTS,
+        ("kkrt16", true) => kkrt16::MSG_SETUP,
+        ("psz14", true) => psz14::MSG_SETUP,
+        ("cm20", true) => cm20::MSG_SETUP,
+        (_, false) => base::MSG_RECEIVER_POINTS,
+        (name, true) => panic!("{name} has no receiver message"),
+    };
+    blindjoin_testkit::Target::first(msg)
+}
+
 /// Bytes of `v` as a postcard (LEB128) varint.
 #[allow(dead_code)]
 pub fn varint_len(v: u64) -> u64 {

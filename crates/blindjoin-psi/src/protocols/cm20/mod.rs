@@ -164,11 +164,14 @@ pub(crate) fn h1(sid: &[u8; 32]) -> PrefixHash {
     PrefixHash::new(H1_LABEL, sid, 16, 16)
 }
 
-/// Message names for errors.
-pub(crate) const MSG_SETUP: &str = "the receiver's parameters (m, w, ℓ2)";
-pub(crate) const MSG_KEY: &str = "the receiver's PRF key";
-pub(crate) const MSG_DELTA: &str = "the receiver's Δ columns";
-pub(crate) const MSG_TAGS: &str = "the sender's OPRF values";
+/// Name of the receiver's `Setup` (m, w, ℓ2).
+pub const MSG_SETUP: &str = "the receiver's parameters (m, w, ℓ2)";
+/// Name of the receiver's PRF key k.
+pub const MSG_KEY: &str = "the receiver's PRF key";
+/// Name of the receiver's Δ columns.
+pub const MSG_DELTA: &str = "the receiver's Δ columns";
+/// Name of the sender's OPRF values ψ.
+pub const MSG_TAGS: &str = "the sender's OPRF values";
 
 /// The handshake parameters: the rules from which both sides derive m, w and ℓ2.
 pub(crate) fn params(kappa: u32) -> Vec<(String, String)> {

@@ -2,7 +2,7 @@
 
 use super::join;
 use super::matrix::{self, Column, Span};
-use super::{MSG_TAGS, NAME, Params, Prf, PrfKey, h1, params};
+use super::{MSG_DELTA, MSG_KEY, MSG_SETUP, MSG_TAGS, NAME, Params, Prf, PrfKey, h1, params};
 use crate::protocols::common::validate_security;
 use crate::{Phases, ReceiverOutput, RunOptions};
 use blindjoin_core::channel::{BulkReader, Channel, FrameSender, send_msg};
@@ -32,13 +32,13 @@ pub fn receive<C: Channel + ?Sized>(
 
     let (n_recv, n_send) = (items.len() as u64, session.sender_size);
     let p = Params::new(session.kappa, session.lambda, n_recv, n_send)?;
-    send_msg(ch, &p.setup())?;
+    send_msg(ch, MSG_SETUP, &p.setup())?;
     // Fig. 4 step 1: w random OTs, we are the OT sender.
     let keys =
         Zeroizing::new(ChouOrlandiSender::default().send_random(ch, &session.id, p.w, rng)?);
     let mut key = PrfKey { key: [0u8; 16] };
     rng.fill_bytes(&mut key.key);
-    send_msg(ch, &key)?;
+    send_msg(ch, MSG_KEY, &key)?;
     let t = phases.lap("base OT", t);
 
     let prf = Prf::new(&key.key, p.prf_blocks);
@@ -91,7 +91,7 @@ fn columns(
         |slot, span| {
             for col in &slot.cols[..span.len] {
                 for frame in col.delta.chunks(p.frame_len()) {
-                    ch.send(frame)?;
+                    ch.send(MSG_DELTA, frame)?;
                 }
             }
             Ok(())

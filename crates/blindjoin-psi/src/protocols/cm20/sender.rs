@@ -1,7 +1,9 @@
 //! The sender's side of `cm20` (CM20's P1; see the module doc for the message flow).
 
 use super::matrix::{self, Column, Span};
-use super::{MSG_DELTA, MSG_KEY, MSG_SETUP, NAME, Params, Prf, PrfKey, Setup, h1, params};
+use super::{
+    MSG_DELTA, MSG_KEY, MSG_SETUP, MSG_TAGS, NAME, Params, Prf, PrfKey, Setup, h1, params,
+};
 use crate::protocols::common::{CHUNK, pipelined, queue_closed, validate_security};
 use crate::{Phases, RunOptions, SenderOutput};
 use blindjoin_core::channel::{Channel, FrameReceiver, recv_msg, send_elements};
@@ -73,7 +75,7 @@ pub fn send<C: Channel + ?Sized>(
             matrix::tags(&p, &h2, &slabs, items.len(), &mut tags);
             drop(slabs);
             t = phases.lap("h2", t);
-            send_elements(tx, &tags, p.tag_len, CHUNK)?;
+            send_elements(tx, MSG_TAGS, &tags, p.tag_len, CHUNK)?;
             phases.lap("send", t);
             Ok(())
         },

@@ -62,6 +62,13 @@ use zeroize::Zeroize;
 /// Protocol id in the handshake.
 pub const NAME: &str = "ecdh";
 
+/// Name of the receiver's blinded points A_i.
+pub const MSG_RECEIVER_POINTS: &str = "the receiver's blinded points";
+/// Name of the sender's blinded points B_j.
+pub const MSG_SENDER_POINTS: &str = "the sender's blinded points";
+/// Name of the sender's tags of the re-blinded A_i^b.
+pub const MSG_TAGS: &str = "the re-blinded tags";
+
 /// Bytes of a compressed Ristretto255 point.
 pub const POINT_LEN: usize = 32;
 

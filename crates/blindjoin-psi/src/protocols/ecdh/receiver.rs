@@ -1,6 +1,9 @@
 //! The receiver's side of `ecdh` (see the module doc for the message flow).
 
-use super::{GroupHash, Key, NAME, POINT_LEN, blind_items, params, reblind_frame, tags_of};
+use super::{
+    GroupHash, Key, MSG_RECEIVER_POINTS, MSG_SENDER_POINTS, MSG_TAGS, NAME, POINT_LEN, blind_items,
+    params, reblind_frame, tags_of,
+};
 use crate::params::tag_bytes;
 use crate::protocols::common::{
     CHUNK, check_tag_len, forward_bulk, match_tags, pipelined, queue_closed, tag_from_bytes,
@@ -16,9 +19,6 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
-
-const PEER_POINTS: &str = "the sender's blinded points";
-const PEER_TAGS: &str = "the re-blinded tags";
 
 /// Runs the receiver with `items` (distinct) on `ch`; returns the indices of `items` in the
 /// intersection.
@@ -45,10 +45,10 @@ pub fn receive<C: Channel + ?Sized>(
     let (own_tags, peer_tags) = pipelined(
         ch,
         move |rx, aborted: &AtomicBool| {
-            let mut points = BulkReader::new(PEER_POINTS, POINT_LEN, n2);
+            let mut points = BulkReader::new(MSG_SENDER_POINTS, POINT_LEN, n2);
             forward_bulk(rx, &mut points, &queue_tx, aborted)?;
             drop(queue_tx);
-            let mut reader = BulkReader::new(PEER_TAGS, tag_len, n1);
+            let mut reader = BulkReader::new(MSG_TAGS, tag_len, n1);
             let mut tags = Vec::new();
             while !aborted.load(Ordering::Relaxed) {
                 match reader.next_frame(rx)? {
@@ -64,7 +64,7 @@ pub fn receive<C: Channel + ?Sized>(
             for (done, chunk) in items.chunks(CHUNK).enumerate() {
                 buf.clear();
                 blind_items(chunk, &hash, &key, &mut buf);
-                tx.send(&buf)?;
+                tx.send(MSG_RECEIVER_POINTS, &buf)?;
                 opts.report("blind", (done * CHUNK + chunk.len()) as u64, n1);
             }
             t = phases.lap("blind", t);
@@ -74,9 +74,11 @@ pub fn receive<C: Channel + ?Sized>(
             let mut done = 0u64;
             let (mut points, mut tags) = (Vec::new(), Vec::new());
             while done < n2 {
-                let frame = queue_rx.recv().map_err(|_| queue_closed(PEER_POINTS))?;
+                let frame = queue_rx
+                    .recv()
+                    .map_err(|_| queue_closed(MSG_SENDER_POINTS))?;
                 points.clear();
-                reblind_frame(&frame, done, PEER_POINTS, &key, &mut points)?;
+                reblind_frame(&frame, done, MSG_SENDER_POINTS, &key, &mut points)?;
                 tags.clear();
                 tags_of(&session, &points, tag_len, &mut tags);
                 set.extend(tags.chunks_exact(tag_len).map(tag_from_bytes));

@@ -1,6 +1,9 @@
 //! The sender's side of `ecdh` (see the module doc for the message flow).
 
-use super::{GroupHash, Key, NAME, POINT_LEN, blind_items, params, reblind_frame, tags_of};
+use super::{
+    GroupHash, Key, MSG_RECEIVER_POINTS, MSG_SENDER_POINTS, MSG_TAGS, NAME, POINT_LEN, blind_items,
+    params, reblind_frame, tags_of,
+};
 use crate::params::tag_bytes;
 use crate::protocols::common::{
     CHUNK, check_tag_len, forward_bulk, pipelined, queue_closed, validate_security,
@@ -14,8 +17,6 @@ use rand::CryptoRng;
 use rand::seq::SliceRandom;
 use std::sync::mpsc;
 use std::time::Instant;
-
-const PEER_POINTS: &str = "the receiver's blinded points";
 
 /// Runs the sender with `items` (distinct) on `ch`.
 pub fn send<C: Channel + ?Sized>(
@@ -43,7 +44,7 @@ pub fn send<C: Channel + ?Sized>(
     pipelined(
         ch,
         move |rx, aborted| {
-            let mut reader = BulkReader::new(PEER_POINTS, POINT_LEN, n1);
+            let mut reader = BulkReader::new(MSG_RECEIVER_POINTS, POINT_LEN, n1);
             forward_bulk(rx, &mut reader, &queue_tx, aborted)
         },
         |tx| {
@@ -55,7 +56,7 @@ pub fn send<C: Channel + ?Sized>(
                 batch.extend(chunk.iter().map(|&i| items[i]));
                 buf.clear();
                 blind_items(&batch, &hash, &key, &mut buf);
-                tx.send(&buf)?;
+                tx.send(MSG_SENDER_POINTS, &buf)?;
                 opts.report("blind", (done * CHUNK + chunk.len()) as u64, n2);
             }
             t = phases.lap("blind", t);
@@ -64,12 +65,14 @@ pub fn send<C: Channel + ?Sized>(
             let mut done = 0u64;
             let (mut points, mut tags) = (Vec::new(), Vec::new());
             while done < n1 {
-                let frame = queue_rx.recv().map_err(|_| queue_closed(PEER_POINTS))?;
+                let frame = queue_rx
+                    .recv()
+                    .map_err(|_| queue_closed(MSG_RECEIVER_POINTS))?;
                 points.clear();
-                reblind_frame(&frame, done, PEER_POINTS, &key, &mut points)?;
+                reblind_frame(&frame, done, MSG_RECEIVER_POINTS, &key, &mut points)?;
                 tags.clear();
                 tags_of(&session, &points, tag_len, &mut tags);
-                tx.send(&tags)?;
+                tx.send(MSG_TAGS, &tags)?;
                 done += (frame.len() / POINT_LEN) as u64;
                 opts.report("re-blind", done, n1);
             }

@@ -65,9 +65,10 @@ pub const HASHES: usize = 3;
 /// evaluate each chunk as it arrives.
 pub(crate) const BIN_CHUNK: usize = 1 << 16;
 
-/// Message names for errors.
-pub(crate) const MSG_SETUP: &str = "the receiver's bin count";
-pub(crate) const MSG_TAGS: &str = "the sender's OPRF tags";
+/// Name of the receiver's bin count.
+pub const MSG_SETUP: &str = "the receiver's bin count";
+/// Name of the sender's three sets of OPRF tags.
+pub const MSG_TAGS: &str = "the sender's OPRF tags";
 
 /// The code width in blocks for statistical security λ, for any set size the handshake admits
 /// (3·2^32 sender evaluations).

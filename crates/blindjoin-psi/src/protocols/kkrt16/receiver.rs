@@ -1,6 +1,6 @@
 //! The receiver's side of `kkrt16` (see the module doc for the message flow).
 
-use super::{HASHES, MSG_TAGS, NAME, Setup, code_width, hash_seed, oprf_input, params};
+use super::{HASHES, MSG_SETUP, MSG_TAGS, NAME, Setup, code_width, hash_seed, oprf_input, params};
 use crate::hashing::{CuckooParams, CuckooTable};
 use crate::params::tag_bytes;
 use crate::protocols::common::{
@@ -38,7 +38,7 @@ pub fn receive<C: Channel + ?Sized>(
     let cuckoo = CuckooParams::kkrt(items.len(), session.lambda)?;
     let table = CuckooTable::build(&cuckoo, hash_seed(&session), &blocks)?;
     let bins = table.num_bins();
-    send_msg(ch, &Setup { bins: bins as u64 })?;
+    send_msg(ch, MSG_SETUP, &Setup { bins: bins as u64 })?;
     let t = phases.lap("cuckoo", t);
 
     let mut oprf = KkrtReceiver::new(ChouOrlandiSender::default(), code_width(session.lambda))?;

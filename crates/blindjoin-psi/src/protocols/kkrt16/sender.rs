@@ -1,6 +1,8 @@
 //! The sender's side of `kkrt16` (see the module doc for the message flow).
 
-use super::{BIN_CHUNK, HASHES, MSG_SETUP, NAME, Setup, code_width, hash_seed, oprf_input, params};
+use super::{
+    BIN_CHUNK, HASHES, MSG_SETUP, MSG_TAGS, NAME, Setup, code_width, hash_seed, oprf_input, params,
+};
 use crate::hashing::{BinHasher, CuckooParams, HashedItems};
 use crate::params::tag_bytes;
 use crate::protocols::common::{
@@ -87,7 +89,7 @@ pub fn send<C: Channel + ?Sized>(
     }
     let t = phases.lap("shuffle", t);
     for set in &tags {
-        send_elements(ch, set, tag_len, CHUNK)?;
+        send_elements(ch, MSG_TAGS, set, tag_len, CHUNK)?;
     }
     phases.lap("send", t);
     Ok(SenderOutput { session, phases })

@@ -34,6 +34,9 @@ use sha2::Digest;
 /// Protocol id in the handshake.
 pub const NAME: &str = "naive";
 
+/// Name of the sender's hashes.
+pub const MSG_HASHES: &str = "the sender's hashes";
+
 pub(crate) fn params() -> Vec<(String, String)> {
     vec![("tag_hash".into(), "sha256".into())]
 }

@@ -1,6 +1,6 @@
 //! The receiver's side of `naive`.
 
-use super::{NAME, params, tags};
+use super::{MSG_HASHES, NAME, params, tags};
 use crate::params::tag_bytes;
 use crate::protocols::common::{check_tag_len, match_tags, tag_from_bytes, validate_security};
 use crate::{Phases, ReceiverOutput, RunOptions};
@@ -32,7 +32,7 @@ pub fn receive<C: Channel + ?Sized>(
     tags(&session, items, tag_len, &mut own);
     let t = phases.lap("hash", t);
 
-    let mut reader = BulkReader::new("the sender's hashes", tag_len, session.sender_size);
+    let mut reader = BulkReader::new(MSG_HASHES, tag_len, session.sender_size);
     let mut peer = HashSet::new();
     while let Some(frame) = reader.next_frame(ch)? {
         peer.extend(frame.chunks_exact(tag_len).map(tag_from_bytes));

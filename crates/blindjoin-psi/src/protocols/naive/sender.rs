@@ -1,6 +1,6 @@
 //! The sender's side of `naive`.
 
-use super::{NAME, params, tags};
+use super::{MSG_HASHES, NAME, params, tags};
 use crate::params::tag_bytes;
 use crate::protocols::common::{CHUNK, check_tag_len, validate_security};
 use crate::{Phases, RunOptions, SenderOutput};
@@ -32,7 +32,7 @@ pub fn send<C: Channel + ?Sized>(
     shuffled.shuffle(rng);
     let mut out = Vec::new();
     tags(&session, &shuffled, tag_len, &mut out);
-    send_elements(ch, &out, tag_len, CHUNK)?;
+    send_elements(ch, MSG_HASHES, &out, tag_len, CHUNK)?;
     phases.lap("hash+send", t);
     Ok(SenderOutput { session, phases })
 }

@@ -147,10 +147,12 @@ const OT_CHUNK: usize = blindjoin_ot::ext::CHUNK;
 /// Virtual bins hashed per rayon task.
 const PAR_BATCH: usize = 1024;
 
-/// Message names for errors.
-pub(crate) const MSG_SETUP: &str = "the receiver's table parameters";
-pub(crate) const MSG_BIN_MASKS: &str = "the sender's bin masks";
-pub(crate) const MSG_STASH_MASKS: &str = "the sender's stash masks";
+/// Name of the receiver's table parameters (b, s, σ).
+pub const MSG_SETUP: &str = "the receiver's table parameters";
+/// Name of the sender's two sets of bin masks.
+pub const MSG_BIN_MASKS: &str = "the sender's bin masks";
+/// Name of the sender's s sets of stash masks.
+pub const MSG_STASH_MASKS: &str = "the sender's stash masks";
 
 /// Domain-hash tweak of the stash (bins use the hash-function index j ∈ {0, 1}).
 pub(crate) const STASH_TWEAK: u8 = 2;

@@ -1,8 +1,8 @@
 //! The receiver's side of `psz14` (see the module doc for the message flow).
 
 use super::{
-    HASHES, MSG_BIN_MASKS, MSG_STASH_MASKS, NAME, PAR_BATCH, Params, STASH, STASH_TWEAK, Setup,
-    bin_seed, block_of, domain_aes, mask_aes, params,
+    HASHES, MSG_BIN_MASKS, MSG_SETUP, MSG_STASH_MASKS, NAME, PAR_BATCH, Params, STASH, STASH_TWEAK,
+    Setup, bin_seed, block_of, domain_aes, mask_aes, params,
 };
 use crate::hashing::{CuckooParams, CuckooTable};
 use crate::protocols::common::{found_indices, tag_from_bytes, validate_security};
@@ -57,7 +57,7 @@ pub fn receive<C: Channel + ?Sized>(
         bin_seed(&session),
         &blocks,
     )?;
-    send_msg(ch, &Setup::of(&p))?;
+    send_msg(ch, MSG_SETUP, &Setup::of(&p))?;
 
     // Occupied virtual bins in order (bins, then stash slots) and their short values.
     let mut occ: Vec<Occupant> = Vec::with_capacity(items.len());

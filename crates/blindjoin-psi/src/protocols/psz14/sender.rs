@@ -1,8 +1,8 @@
 //! The sender's side of `psz14` (see the module doc for the message flow).
 
 use super::{
-    HASHES, MSG_SETUP, NAME, PAR_BATCH, Params, STASH, STASH_TWEAK, Setup, bin_seed, block_of,
-    domain_aes, mask_aes, params, short_values,
+    HASHES, MSG_BIN_MASKS, MSG_SETUP, MSG_STASH_MASKS, NAME, PAR_BATCH, Params, STASH, STASH_TWEAK,
+    Setup, bin_seed, block_of, domain_aes, mask_aes, params, short_values,
 };
 use crate::hashing::{BinHasher, HashedItems, SimpleTable};
 use crate::protocols::common::{CHUNK, validate_security};
@@ -189,7 +189,7 @@ pub fn send<C: Channel + ?Sized>(
     let t = phases.lap("ot", t);
 
     for set in &sets {
-        send_elements(ch, set, l2, CHUNK)?;
+        send_elements(ch, MSG_BIN_MASKS, set, l2, CHUNK)?;
     }
     drop(sets);
     // The stash sets: the masks of all items under each slot's OTs, in one random order shared
@@ -219,7 +219,7 @@ pub fn send<C: Channel + ?Sized>(
             for v in &sums {
                 frame.extend_from_slice(&v.to_bytes()[..l1]);
             }
-            ch.send(&frame)?;
+            ch.send(MSG_STASH_MASKS, &frame)?;
         }
     }
     phases.lap("send", t);
