@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 pub struct BenchArgs {
     /// The protocol.
     #[arg(long, short, default_value = "ecdh")]
-    protocol: Protocol,
+    protocol: &'static Protocol,
     /// Set sizes (both parties), e.g. 2^10,2^12,2^16.
     #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "2^10,2^12,2^16")]
     sizes: Vec<usize>,
@@ -60,7 +60,7 @@ pub struct PartyArgs {
     #[arg(long)]
     role: String,
     #[arg(long)]
-    protocol: Protocol,
+    protocol: &'static Protocol,
     #[arg(long)]
     n_recv: usize,
     #[arg(long)]
@@ -291,7 +291,7 @@ pub(crate) fn run_pair<T: serde::de::DeserializeOwned>(
 }
 
 fn one_rep(
-    p: Protocol,
+    p: &'static Protocol,
     n_recv: usize,
     n_send: usize,
     overlap: usize,
@@ -300,7 +300,7 @@ fn one_rep(
 ) -> CliResult<(PartyResult, PartyResult)> {
     let args: Vec<String> = [
         "--protocol",
-        p.name(),
+        p.name,
         "--n-recv",
         &n_recv.to_string(),
         "--n-send",
@@ -406,7 +406,7 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
             format_phases(&sm.phases)
         );
         let row = Row {
-            protocol: a.protocol.name(),
+            protocol: a.protocol.name,
             n_recv,
             n_send,
             threads,
@@ -418,7 +418,7 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
             bytes_receiver_to_sender: r0.traffic.bytes_sent,
             bytes_sender_to_receiver: s0.traffic.bytes_sent,
             bytes_per_item: total as f64 / ((n_recv + n_send) as f64 / 2.0).max(1.0),
-            rounds: a.protocol.flights(),
+            rounds: a.protocol.flights,
             peak_rss_receiver_bytes: r0.peak_rss_bytes,
             peak_rss_sender_bytes: s0.peak_rss_bytes,
             plaintext_join_seconds: plain,
@@ -436,7 +436,7 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
     }
     write_results(
         &a.out,
-        &format!("{}-{threads}t", a.protocol.name()),
+        &format!("{}-{threads}t", a.protocol.name),
         &rows,
         &md,
     )

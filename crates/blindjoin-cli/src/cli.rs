@@ -3,40 +3,56 @@
 use crate::error::{CliError, CliResult};
 use crate::normalize::Normalize;
 use crate::{bench, bench_ot, demo, party, synth};
-use blindjoin_psi::Protocol;
+use blindjoin_psi::{Protocol, protocols};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-/// The protocol list shown under `--help`, from the registry: name, paper, security model.
+/// Appends `text` to `out` wrapped at `width` columns, the first line after `first` and the
+/// rest indented by `indent`.
+fn wrap_into(out: &mut String, first: &str, text: &str, indent: usize, width: usize) {
+    let mut line = first.to_owned();
+    for word in text.split_whitespace() {
+        if line.chars().count() + 1 + word.chars().count() > width
+            && line.trim().chars().count() > first.trim().chars().count()
+        {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = " ".repeat(indent);
+        } else if !line.ends_with(' ') {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out.push('\n');
+}
+
+/// The protocol list shown under `--help`, from the registry: name, what it does, security
+/// model and paper.
 fn protocols_help() -> String {
     const INDENT: usize = 10;
-    const WIDTH: usize = 96;
     let mut out = String::from("Protocols (--protocol):\n");
-    for p in Protocol::ALL {
-        let security = p.security();
-        let mut first = security.chars();
-        let security: String = first
-            .next()
-            .map(|c| c.to_uppercase().chain(first).collect())
-            .unwrap_or_default();
-        let text = format!("{security}. [{}]", p.reference());
-        let mut line = format!("  {:<w$}", p.name(), w = INDENT - 2);
-        for word in text.split_whitespace() {
-            if line.len() + 1 + word.len() > WIDTH && line.trim().len() > p.name().len() {
-                out.push_str(line.trim_end());
-                out.push('\n');
-                line = " ".repeat(INDENT);
-            } else if !line.ends_with(' ') {
-                line.push(' ');
-            }
-            line.push_str(word);
-        }
-        out.push_str(&line);
-        out.push('\n');
+    for p in protocols::ALL {
+        let r = p.references.first();
+        let text = format!(
+            "{}. {}: {}. [{} {}]",
+            p.summary,
+            p.security,
+            p.assumptions,
+            r.map_or("", |r| r.tag),
+            r.map_or("", |r| r.part),
+        );
+        wrap_into(
+            &mut out,
+            &format!("  {:<w$}", p.name, w = INDENT - 2),
+            &text,
+            INDENT,
+            96,
+        );
     }
     out.push_str(
-        "\nSecurity parameters: κ = 128 (computational), λ = 40 (statistical) by default.\n\
-         `naive` is refused outside `bench` unless --insecure.",
+        "\nSecurity parameters: κ = 128 (computational), λ = 40 (statistical) by default; λ below \
+         40 needs --allow-weak. `naive` is refused outside `bench` unless --insecure.",
     );
     out
 }
@@ -79,8 +95,16 @@ enum Command {
     /// One party of an OT benchmark (started by `bench-ot`).
     #[command(hide = true)]
     BenchOtParty(bench_ot::OtPartyArgs),
-    /// List the protocols with their security models.
-    Protocols,
+    /// List the protocols: what each does, its security model, parties and paper.
+    Protocols(ProtocolsArgs),
+}
+
+#[derive(Debug, Args)]
+struct ProtocolsArgs {
+    /// Print the registry as JSON (name, summary, papers, security model, roles, parameters,
+    /// rounds, message flow).
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options both `send` and `receive` take.
@@ -111,13 +135,17 @@ pub struct PartyOpts {
     pub country_code: Option<String>,
     /// The protocol (both parties must choose the same).
     #[arg(long, short, default_value = "ecdh")]
-    pub protocol: Protocol,
+    pub protocol: &'static Protocol,
     /// Allow the insecure naive-hashing protocol outside benchmarks.
     #[arg(long)]
     pub insecure: bool,
     /// Statistical security parameter λ in bits.
     #[arg(long, default_value_t = 40)]
     pub lambda: u32,
+    /// Allow λ below 40 (weaker statistical security than the default; both parties must agree
+    /// on λ anyway).
+    #[arg(long)]
+    pub allow_weak: bool,
     /// Refuse to run unless the peer has exactly this many distinct keys.
     #[arg(long, value_name = "N")]
     pub expect_peer_size: Option<u64>,
@@ -177,7 +205,7 @@ struct DemoArgs {
     size: usize,
     /// The protocol to run.
     #[arg(long, short, default_value = "ecdh")]
-    protocol: Protocol,
+    protocol: &'static Protocol,
     /// Allow the insecure naive-hashing protocol.
     #[arg(long)]
     insecure: bool,
@@ -210,7 +238,7 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 }
 
 /// Refuses the insecure protocol unless asked for.
-pub fn check_insecure(protocol: Protocol, insecure: bool) -> CliResult<()> {
+pub fn check_insecure(protocol: &'static Protocol, insecure: bool) -> CliResult<()> {
     if protocol.is_insecure() && !insecure {
         return Err(CliError::Usage(format!(
             "protocol `{protocol}` is insecure (the receiver can test guesses against the \
@@ -278,9 +306,27 @@ fn dispatch(command: Command, threads: Option<usize>) -> CliResult<()> {
         Command::BenchParty(a) => bench::run_party(&a),
         Command::BenchOt(a) => bench_ot::run(&a, threads),
         Command::BenchOtParty(a) => bench_ot::run_party(&a),
-        Command::Protocols => {
-            for p in Protocol::ALL {
-                println!("{:<6} {}\n       {}", p.name(), p.reference(), p.security());
+        Command::Protocols(a) => {
+            if a.json {
+                let json = serde_json::to_string_pretty(protocols::ALL)
+                    .map_err(|e| CliError::Usage(format!("cannot encode the registry: {e}")))?;
+                println!("{json}");
+                return Ok(());
+            }
+            for p in protocols::ALL {
+                let mut text = String::new();
+                wrap_into(&mut text, &format!("{:<8}", p.name), p.summary, 8, 96);
+                wrap_into(
+                    &mut text,
+                    "        security:",
+                    &format!("{}: {}", p.security, p.assumptions),
+                    10,
+                    96,
+                );
+                for r in p.references {
+                    wrap_into(&mut text, "        paper:", &r.to_string(), 10, 96);
+                }
+                print!("{text}");
             }
             Ok(())
         }

@@ -20,7 +20,7 @@ pub struct DemoSpec {
     /// Distinct people per side.
     pub size: usize,
     /// The protocol.
-    pub protocol: Protocol,
+    pub protocol: &'static Protocol,
     /// Keep the files here instead of a temporary directory.
     pub keep: Option<PathBuf>,
     /// Write both reports here.
@@ -175,8 +175,8 @@ fn print_summary(
     verified_rows: usize,
 ) {
     let p = spec.protocol;
-    println!("blindjoin demo: {} — {}", p.name(), p.reference());
-    println!("  security: {}", p.security());
+    println!("blindjoin demo: {} — {}", p.name, p.reference());
+    println!("  security: {}", p.security);
     for (name, rep) in [("receiver", r), ("sender", s)] {
         if let Some(i) = &rep.input {
             println!(
@@ -205,7 +205,7 @@ fn print_summary(
         human_bytes(r.traffic.bytes_received),
         human_bytes(total),
         total as f64 / (items as f64 / 2.0),
-        spec.protocol.flights()
+        spec.protocol.flights
     );
     for (name, rep) in [("receiver", r), ("sender", s)] {
         let phases: Vec<String> = rep

@@ -77,7 +77,7 @@ pub struct FileParty<'a> {
     /// Key normalisation.
     pub normalizer: Normalizer,
     /// The protocol.
-    pub protocol: Protocol,
+    pub protocol: &'static Protocol,
     /// Protocol options (progress included).
     pub opts: RunOptions,
     /// How long to wait for the peer to connect or accept.
@@ -149,8 +149,8 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<(RunReport, Table, Option<V
         _ => None,
     };
     let report = RunReport {
-        protocol: p.protocol.name(),
-        security: p.protocol.security(),
+        protocol: p.protocol.name,
+        security: format!("{}: {}", p.protocol.security, p.protocol.assumptions),
         role: session.role.to_string(),
         kappa: session.kappa,
         lambda: session.lambda,
@@ -189,6 +189,7 @@ pub fn run_options(o: &PartyOpts) -> RunOptions {
         lambda: o.lambda,
         expected_peer_set_size: o.expect_peer_size,
         max_peer_set_size: o.max_peer_size,
+        allow_weak: o.allow_weak,
         ..RunOptions::default()
     }
 }
@@ -214,6 +215,15 @@ pub fn run_cli(o: &PartyOpts, role: CliRole) -> CliResult<()> {
         return Err(CliError::Usage(format!(
             "--country-code must be 1 to 3 digits, not `{cc}`"
         )));
+    }
+    if o.allow_weak && o.lambda < blindjoin_psi::MIN_LAMBDA {
+        eprintln!(
+            "warning: λ = {} is below {}: false matches and failed runs have probability up to \
+             2^-{} (--allow-weak)",
+            o.lambda,
+            blindjoin_psi::MIN_LAMBDA,
+            o.lambda
+        );
     }
     let bars = Bars::new();
     let label = match role {

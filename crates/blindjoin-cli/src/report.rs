@@ -8,8 +8,8 @@ use serde::Serialize;
 pub struct RunReport {
     /// Protocol id.
     pub protocol: &'static str,
-    /// Its security model.
-    pub security: &'static str,
+    /// Its security model and assumptions.
+    pub security: String,
     /// "receiver" or "sender".
     pub role: String,
     /// κ in bits.

@@ -553,13 +553,19 @@ fn help_lists_every_protocol_of_the_registry() {
         assert!(out.status.success());
         let text = String::from_utf8_lossy(&out.stdout);
         let listed = &text[text.find("Protocols (--protocol):").expect("protocol list")..];
-        for p in blindjoin_psi::Protocol::ALL {
+        for p in blindjoin_psi::protocols::ALL {
             assert!(
-                listed.contains(&format!("\n  {:<8}", p.name())),
+                listed.contains(&format!("\n  {:<8}", p.name)),
                 "{p} missing from {sub:?}:\n{listed}"
             );
             let flat = listed.split_whitespace().collect::<Vec<_>>().join(" ");
-            assert!(flat.contains(p.reference()), "{p}: {listed}");
+            let r = &p.references[0];
+            let security = format!("{}: {}", p.security, p.assumptions);
+            let paper = format!("[{} {}]", r.tag, r.part);
+            for needle in [p.summary, &security, &paper] {
+                let needle = needle.split_whitespace().collect::<Vec<_>>().join(" ");
+                assert!(flat.contains(&needle), "{p}: {needle} not in {listed}");
+            }
         }
     }
 }

@@ -1,9 +1,22 @@
-//! Options and outputs shared by all protocols.
+//! Options and outputs shared by all protocols, and the prologue every run starts with.
 
-use blindjoin_core::handshake::{Role, Session, SessionConfig};
+use crate::params::tag_bytes;
+use crate::protocol::Protocol;
+use blindjoin_core::channel::Channel;
+use blindjoin_core::handshake::{Role, Session, SessionConfig, handshake};
+use blindjoin_core::{Error, Result};
+use rand::CryptoRng;
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// The statistical security parameter below which a run is refused unless
+/// [`RunOptions::allow_weak`] is set.
+pub const MIN_LAMBDA: u32 = 40;
+
+/// The largest λ any protocol accepts (a larger one would not fit the 16-byte tags at large
+/// set sizes).
+pub const MAX_LAMBDA: u32 = 80;
 
 /// A progress callback: `(phase, done, total)` in items.
 pub type Progress = Arc<dyn Fn(&'static str, u64, u64) + Send + Sync>;
@@ -21,6 +34,8 @@ pub struct RunOptions {
     pub expected_peer_set_size: Option<u64>,
     /// Called as long phases advance.
     pub progress: Option<Progress>,
+    /// Run even with λ below [`MIN_LAMBDA`] (never silently: the caller asked for it).
+    pub allow_weak: bool,
 }
 
 impl Default for RunOptions {
@@ -31,6 +46,7 @@ impl Default for RunOptions {
             max_peer_set_size: 1 << 32,
             expected_peer_set_size: None,
             progress: None,
+            allow_weak: false,
         }
     }
 }
@@ -42,6 +58,7 @@ impl std::fmt::Debug for RunOptions {
             .field("lambda", &self.lambda)
             .field("max_peer_set_size", &self.max_peer_set_size)
             .field("expected_peer_set_size", &self.expected_peer_set_size)
+            .field("allow_weak", &self.allow_weak)
             .finish_non_exhaustive()
     }
 }
@@ -106,4 +123,121 @@ pub struct SenderOutput {
     pub session: Session,
     /// Time per phase.
     pub phases: Phases,
+}
+
+/// Refuses security parameters `p` cannot provide or that are weaker than the defaults without
+/// the caller's explicit consent: κ must be one `p` offers, λ must lie in 1..=[`MAX_LAMBDA`],
+/// and λ below [`MIN_LAMBDA`] needs [`RunOptions::allow_weak`].
+pub fn check_security(p: &Protocol, opts: &RunOptions) -> Result<()> {
+    if !p.kappa.contains(&opts.kappa) {
+        let offered: Vec<String> = p.kappa.iter().map(u32::to_string).collect();
+        return Err(Error::InvalidParam {
+            field: "kappa",
+            reason: format!(
+                "{} provides κ = {} only, {} was asked",
+                p.name,
+                offered.join(", "),
+                opts.kappa
+            ),
+        });
+    }
+    if !(1..=MAX_LAMBDA).contains(&opts.lambda) {
+        return Err(Error::InvalidParam {
+            field: "lambda",
+            reason: format!(
+                "λ must be between 1 and {MAX_LAMBDA}, {} was asked",
+                opts.lambda
+            ),
+        });
+    }
+    if opts.lambda < MIN_LAMBDA && !opts.allow_weak {
+        return Err(Error::InvalidParam {
+            field: "lambda",
+            reason: format!(
+                "λ = {} is below {MIN_LAMBDA}: a false match or a failed run then has \
+                 probability up to 2^-{}; allow weak parameters explicitly to run anyway",
+                opts.lambda, opts.lambda
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A protocol run after its prologue: the negotiated session, the options and the phase clock.
+pub(crate) struct Run<'a> {
+    /// The negotiated session.
+    pub session: Session,
+    /// The caller's options.
+    pub opts: &'a RunOptions,
+    phases: Phases,
+    last: Instant,
+}
+
+impl<'a> Run<'a> {
+    /// The prologue every protocol's `send` and `receive` opens with: checks the security
+    /// parameters against what `p` provides ([`check_security`]), runs the handshake (hello,
+    /// verdict, session id) with `p`'s parameters, and starts the phase clock with the
+    /// handshake as the first phase.
+    pub fn start<C: Channel + ?Sized>(
+        ch: &mut C,
+        p: &Protocol,
+        role: Role,
+        set_size: usize,
+        opts: &'a RunOptions,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Run<'a>> {
+        check_security(p, opts)?;
+        let start = Instant::now();
+        let params = (p.params)(opts.kappa, opts.lambda);
+        let cfg = opts.session_config(p.name, role, set_size, params);
+        let session = handshake(ch, &cfg, rng)?;
+        let mut run = Run {
+            session,
+            opts,
+            phases: Phases::default(),
+            last: start,
+        };
+        run.lap("handshake");
+        Ok(run)
+    }
+
+    /// Records the phase `name` as having run since the previous one ended.
+    pub fn lap(&mut self, name: &'static str) {
+        self.last = self.phases.lap(name, self.last);
+    }
+
+    /// (n1, n2): the receiver's and the sender's set sizes.
+    pub fn sizes(&self) -> (u64, u64) {
+        (self.session.receiver_size, self.session.sender_size)
+    }
+
+    /// Bytes of a comparison tag for this run's sizes (λ + ⌈log2(n1·n2)⌉ bits), at most 16.
+    pub fn tag_len(&self) -> Result<usize> {
+        let (n1, n2) = self.sizes();
+        let len = tag_bytes(self.session.lambda, n1, n2);
+        crate::protocols::common::check_tag_len(len)?;
+        Ok(len)
+    }
+
+    /// Reports progress, if anyone listens.
+    pub fn report(&self, phase: &'static str, done: u64, total: u64) {
+        self.opts.report(phase, done, total);
+    }
+
+    /// The receiver's output with `indices` (sorted).
+    pub fn receiver_output(self, indices: Vec<usize>) -> ReceiverOutput {
+        ReceiverOutput {
+            indices,
+            session: self.session,
+            phases: self.phases,
+        }
+    }
+
+    /// The sender's output.
+    pub fn sender_output(self) -> SenderOutput {
+        SenderOutput {
+            session: self.session,
+            phases: self.phases,
+        }
+    }
 }

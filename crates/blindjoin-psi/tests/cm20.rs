@@ -9,6 +9,7 @@ mod common;
 use blindjoin_core::Error;
 use blindjoin_core::item::{Item, items_from_records};
 use blindjoin_ot::base;
+use blindjoin_psi::protocols;
 use blindjoin_psi::protocols::cm20;
 use blindjoin_psi::{Protocol, ReceiverOutput, RunOptions, SenderOutput};
 use blindjoin_testkit::{Attack, Tamper, Target, oracle, rng, run_two_party, sets_with_overlap};
@@ -18,7 +19,7 @@ type Results = (
     blindjoin_core::Result<SenderOutput>,
 );
 
-const P: Protocol = Protocol::Cm20;
+static P: &Protocol = &protocols::cm20::PROTOCOL;
 
 fn run(recv: &[Item], send: &[Item]) -> Results {
     let o = RunOptions::default();

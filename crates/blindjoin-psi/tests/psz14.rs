@@ -13,6 +13,7 @@ use blindjoin_core::{Block, Error, Result};
 use blindjoin_ot::ext::kk13;
 use blindjoin_psi::hashing::{BinHasher, CuckooParams, CuckooTable, SimpleTable, max_bin_size};
 use blindjoin_psi::params::{ceil_log2, tag_bytes};
+use blindjoin_psi::protocols;
 use blindjoin_psi::protocols::psz14;
 use blindjoin_psi::protocols::psz14::{
     STASH, bin_seed, chunk_bins, ot_blocks, sigma_bits, stash_mask_bits,
@@ -22,7 +23,7 @@ use blindjoin_testkit::{Attack, Tamper, Target, oracle, rng, run_two_party, sets
 use rand::Rng;
 use std::collections::HashSet;
 
-const P: Protocol = Protocol::Psz14;
+static P: &Protocol = &protocols::psz14::PROTOCOL;
 
 type Outcome = (Result<ReceiverOutput>, Result<SenderOutput>);
 

@@ -10,12 +10,13 @@ use blindjoin_core::channel::Channel;
 use blindjoin_core::handshake::MSG_HELLO;
 use blindjoin_core::item::{Item, items_from_records};
 use blindjoin_ot::ext::kkrt;
+use blindjoin_psi::protocols;
 use blindjoin_psi::protocols::{ecdh, kkrt16, naive};
 use blindjoin_psi::{Protocol, ReceiverOutput, RunOptions, SenderOutput};
 use blindjoin_testkit::{Attack, Tamper, Target, oracle, rng, run_two_party, sets_with_overlap};
 
 fn run(
-    p: Protocol,
+    p: &Protocol,
     recv: &[Item],
     send: &[Item],
     ro: &RunOptions,
@@ -35,17 +36,17 @@ const FRAMES: [(usize, usize, usize); 1] = [(40_000, 20_001, 12_345)];
 
 #[test]
 fn ecdh_exact_indices() {
-    common::exact_suite(Protocol::Ecdh, &FRAMES, 100);
+    common::exact_suite(&protocols::ecdh::PROTOCOL, &FRAMES, 100);
 }
 
 #[test]
 fn kkrt16_exact_indices() {
-    common::exact_suite(Protocol::Kkrt16, &FRAMES, 100);
+    common::exact_suite(&protocols::kkrt16::PROTOCOL, &FRAMES, 100);
 }
 
 #[test]
 fn naive_exact_indices() {
-    common::exact_suite(Protocol::Naive, &FRAMES, 100);
+    common::exact_suite(&protocols::naive::PROTOCOL, &FRAMES, 100);
 }
 
 fn small_sets() -> (Vec<Item>, Vec<Item>, Vec<usize>) {
@@ -66,8 +67,8 @@ fn protocol_mismatch_names_the_field_on_both_sides() {
     let (r, s, _) = small_sets();
     let o = RunOptions::default();
     let (ro, so) = run_two_party(
-        |ch| Protocol::Ecdh.receive(ch, &r, &o, &mut rng(1)),
-        |ch| Protocol::Naive.send(ch, &s, &o, &mut rng(2)),
+        |ch| protocols::ecdh::PROTOCOL.receive(ch, &r, &o, &mut rng(1)),
+        |ch| protocols::naive::PROTOCOL.send(ch, &s, &o, &mut rng(2)),
     );
     let (re, se) = (ro.unwrap_err(), so.unwrap_err());
     assert_eq!(field_of(&re), Some("protocol"), "{re}");
@@ -80,7 +81,7 @@ fn protocol_mismatch_names_the_field_on_both_sides() {
 
 #[test]
 fn lambda_mismatch_and_size_expectations_are_refused() {
-    for p in Protocol::ALL.iter().copied() {
+    for p in protocols::ALL.iter().copied() {
         let (r, s, _) = small_sets();
         let o = RunOptions::default();
         let lam = RunOptions {
@@ -123,8 +124,8 @@ fn both_receivers_is_a_role_mismatch() {
     let (r, s, _) = small_sets();
     let o = RunOptions::default();
     let (a, b) = run_two_party(
-        |ch| Protocol::Ecdh.receive(ch, &r, &o, &mut rng(1)),
-        |ch| Protocol::Ecdh.receive(ch, &s, &o, &mut rng(2)),
+        |ch| protocols::ecdh::PROTOCOL.receive(ch, &r, &o, &mut rng(1)),
+        |ch| protocols::ecdh::PROTOCOL.receive(ch, &s, &o, &mut rng(2)),
     );
     assert_eq!(field_of(&a.unwrap_err()), Some("role"));
     assert_eq!(field_of(&b.unwrap_err()), Some("role"));
@@ -141,7 +142,7 @@ fn lowered_or_unsupported_security_is_refused_before_connecting() {
         };
         let (mut ch, _peer) =
             blindjoin_core::channel::memory::memory_pair(std::time::Duration::from_secs(1));
-        let e = Protocol::Ecdh
+        let e = protocols::ecdh::PROTOCOL
             .receive(&mut ch, &r, &o, &mut rng(1))
             .unwrap_err();
         assert!(
@@ -153,7 +154,7 @@ fn lowered_or_unsupported_security_is_refused_before_connecting() {
 
 /// Runs `p` with the sender's `target` frame attacked; returns (receiver result, sender result).
 fn attack_sender(
-    p: Protocol,
+    p: &Protocol,
     target: Target,
     attack: Attack,
 ) -> (
@@ -177,7 +178,7 @@ fn attack_sender(
 
 /// Same with the receiver's frame attacked.
 fn attack_receiver(
-    p: Protocol,
+    p: &Protocol,
     target: Target,
     attack: Attack,
 ) -> (
@@ -206,7 +207,7 @@ fn assert_malformed(e: &Error) {
 
 #[test]
 fn garbage_hello_is_refused() {
-    for p in Protocol::ALL.iter().copied() {
+    for p in protocols::ALL.iter().copied() {
         let (ro, _, _) = attack_sender(
             p,
             Target::first(MSG_HELLO),
@@ -229,7 +230,7 @@ fn ecdh_invalid_point_from_sender_is_malformed() {
     // Flipping bit 0 of a Ristretto encoding in the sender's first frame of blinded points
     // makes it non-canonical ("negative"), which must not decode.
     let (ro, _, _) = attack_sender(
-        Protocol::Ecdh,
+        &protocols::ecdh::PROTOCOL,
         Target::first(ecdh::MSG_SENDER_POINTS),
         Attack::FlipBit(32 * 5),
     );
@@ -241,7 +242,7 @@ fn ecdh_invalid_point_from_sender_is_malformed() {
 #[test]
 fn ecdh_invalid_point_from_receiver_is_malformed() {
     let (_, so) = attack_receiver(
-        Protocol::Ecdh,
+        &protocols::ecdh::PROTOCOL,
         Target::first(ecdh::MSG_RECEIVER_POINTS),
         Attack::FlipBit(0),
     );
@@ -252,7 +253,7 @@ fn ecdh_invalid_point_from_receiver_is_malformed() {
 
 #[test]
 fn truncated_and_overlong_bulk_frames_are_refused() {
-    for p in Protocol::ALL.iter().copied() {
+    for p in protocols::ALL.iter().copied() {
         // Half an element.
         let (ro, _, _) = attack_sender(p, common::first_message(p, false), Attack::Truncate(5));
         assert_malformed(&ro.unwrap_err());
@@ -267,7 +268,7 @@ fn truncated_and_overlong_bulk_frames_are_refused() {
     // The tags frame of ecdh: 7-byte tags (40 + ⌈log2(50·60)⌉ = 52 bits),
     // cut inside the sixth tag.
     let (ro, _, _) = attack_sender(
-        Protocol::Ecdh,
+        &protocols::ecdh::PROTOCOL,
         Target::first(ecdh::MSG_TAGS),
         Attack::Truncate(7 * 5 + 3),
     );
@@ -278,7 +279,7 @@ fn truncated_and_overlong_bulk_frames_are_refused() {
 fn tampered_tags_change_the_result_but_never_panic() {
     // A semi-honest protocol cannot detect a wrong tag, but it must still finish cleanly.
     let (ro, so, expected) = attack_sender(
-        Protocol::Naive,
+        &protocols::naive::PROTOCOL,
         Target::first(naive::MSG_HASHES),
         Attack::FlipBit(0),
     );
@@ -289,14 +290,14 @@ fn tampered_tags_change_the_result_but_never_panic() {
 
 #[test]
 fn peer_hanging_up_mid_protocol_is_an_error_on_both_sides() {
-    for p in Protocol::ALL.iter().copied() {
+    for p in protocols::ALL.iter().copied() {
         let (ro, so, _) = attack_sender(p, common::first_message(p, false), Attack::HangUp);
         let e = ro.unwrap_err();
         assert!(matches!(e, Error::PeerClosed { .. }), "{p}: {e}");
         assert!(so.is_err());
     }
     let (ro, so) = attack_receiver(
-        Protocol::Ecdh,
+        &protocols::ecdh::PROTOCOL,
         Target::first(ecdh::MSG_RECEIVER_POINTS),
         Attack::HangUp,
     );
@@ -309,7 +310,7 @@ fn metered_bytes_match_the_formula() {
     // n1 = 300, n2 = 500: tags of 40 + ⌈log2(150000)⌉ = 58 bits = 8 bytes.
     let (r, s) = sets_with_overlap(300, 500, 100, 9);
     let (ri, si) = (items_from_records(&r), items_from_records(&s));
-    let (_, rt, st) = common::metered(Protocol::Ecdh, &ri, &si);
+    let (_, rt, st) = common::metered(&protocols::ecdh::PROTOCOL, &ri, &si);
     let hello = rt.bytes_sent - (32 * 300 + 4);
     // Receiver: hello + one frame of 300 points. Sender: hello + one frame of 500 points + one
     // frame of 300 tags; both hellos have the same length.
@@ -325,7 +326,7 @@ fn kkrt16_metered_bytes_match_the_formula() {
     // n1 = 300, n2 = 500: tags of 40 + ⌈log2(150000)⌉ = 58 bits = 8 bytes; k = 512.
     let (r, s) = sets_with_overlap(300, 500, 100, 9);
     let (ri, si) = (items_from_records(&r), items_from_records(&s));
-    let (_, rt, st) = common::metered(Protocol::Kkrt16, &ri, &si);
+    let (_, rt, st) = common::metered(&protocols::kkrt16::PROTOCOL, &ri, &si);
     let bins = CuckooParams::kkrt(300, 40).unwrap().num_bins() as u64;
     assert!(bins < 1 << 14, "the bin count is a 2-byte varint");
     let u_columns = 512 * bins.div_ceil(128) * 16;
@@ -345,9 +346,9 @@ fn kkrt16_bin_count_mismatch_names_the_field() {
     let (ro, so) = run_two_party(
         |ch| {
             let mut t = Tamper::new(ch, Target::first(kkrt16::MSG_SETUP), Attack::FlipBit(0));
-            Protocol::Kkrt16.receive(&mut t, &r, &o, &mut rng(1))
+            protocols::kkrt16::PROTOCOL.receive(&mut t, &r, &o, &mut rng(1))
         },
-        |ch| Protocol::Kkrt16.send(ch, &s, &o, &mut rng(2)),
+        |ch| protocols::kkrt16::PROTOCOL.send(ch, &s, &o, &mut rng(2)),
     );
     assert_eq!(field_of(&so.unwrap_err()), Some("bins"));
     assert!(ro.is_err());
@@ -362,9 +363,9 @@ fn kkrt16_tampered_oprf_matrix_is_an_error_or_a_subset() {
     let (ro, so) = run_two_party(
         |ch| {
             let mut t = Tamper::new(ch, Target::first(kkrt::MSG_U_COLUMNS), Attack::FlipBit(3));
-            Protocol::Kkrt16.receive(&mut t, &r, &o, &mut rng(1))
+            protocols::kkrt16::PROTOCOL.receive(&mut t, &r, &o, &mut rng(1))
         },
-        |ch| Protocol::Kkrt16.send(ch, &s, &o, &mut rng(2)),
+        |ch| protocols::kkrt16::PROTOCOL.send(ch, &s, &o, &mut rng(2)),
     );
     so.unwrap();
     let got = ro.unwrap().indices;
@@ -377,9 +378,9 @@ fn kkrt16_tampered_oprf_matrix_is_an_error_or_a_subset() {
                 Target::first(kkrt::MSG_U_COLUMNS),
                 Attack::Truncate(100),
             );
-            Protocol::Kkrt16.receive(&mut t, &r, &o, &mut rng(1))
+            protocols::kkrt16::PROTOCOL.receive(&mut t, &r, &o, &mut rng(1))
         },
-        |ch| Protocol::Kkrt16.send(ch, &s, &o, &mut rng(2)),
+        |ch| protocols::kkrt16::PROTOCOL.send(ch, &s, &o, &mut rng(2)),
     );
     assert_malformed(&so.unwrap_err());
 }
@@ -395,7 +396,7 @@ fn kkrt16_long_tags_are_compared_whole() {
         lambda: 80,
         ..RunOptions::default()
     };
-    let (ro, so) = run(Protocol::Kkrt16, &ri, &si, &o, &o);
+    let (ro, so) = run(&protocols::kkrt16::PROTOCOL, &ri, &si, &o, &o);
     so.unwrap();
     assert_eq!(ro.unwrap().indices, expected);
 }

@@ -138,6 +138,15 @@ pub fn send_msg<T: Serialize>(
     ch.send(msg, &bytes)
 }
 
+/// Bytes on a byte stream, framing included, of `value` sent by [`send_msg`].
+pub fn msg_bytes<T: Serialize>(value: &T) -> Result<u64> {
+    let len = postcard::experimental::serialized_size(value).map_err(|e| Error::InvalidParam {
+        field: "message",
+        reason: format!("cannot encode: {e}"),
+    })?;
+    Ok((len + FRAME_HEADER_LEN) as u64)
+}
+
 /// Receives a postcard-encoded control message of at most `max_len` bytes. Trailing bytes after
 /// the message are an error, so a message cannot carry hidden extra data.
 pub fn recv_msg<T: DeserializeOwned>(

@@ -225,7 +225,7 @@ fn check_base_count(got: usize, expected: usize) -> Result<()> {
 }
 
 /// Bytes of one column of the extension matrix for `m` OTs: m rounded up to 128 bits.
-pub(crate) fn row_bytes(m: usize) -> usize {
+pub fn row_bytes(m: usize) -> usize {
     m.div_ceil(128) * 16
 }
 

@@ -1,10 +1,64 @@
-//! Pieces several protocols share: comparison tags and the pipelined receive loop.
+//! Pieces several protocols share: the papers they cite, comparison tags and the pipelined
+//! receive loop.
 
+use crate::protocol::{Count, Party, Reference, RoleSpec};
 use blindjoin_core::channel::{BulkReader, Channel, FrameReceiver, FrameSender};
 use blindjoin_core::{Error, Result};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+
+/// Pinkas, Schneider, Zohner (USENIX Security 2014), the comparison platform; `part` set by
+/// each user.
+pub(crate) const PSZ14: Reference = Reference {
+    tag: "PSZ14",
+    authors: "Pinkas, Schneider, Zohner",
+    title: "Scalable Private Set Intersection Based on OT Extension",
+    venue: "USENIX Security 2014 (full version)",
+    part: "",
+};
+
+/// Kolesnikov, Kumaresan, Rosulek, Trieu (CCS 2016), the batched OPRF.
+pub(crate) const KKRT16: Reference = Reference {
+    tag: "KKRT16",
+    authors: "Kolesnikov, Kumaresan, Rosulek, Trieu",
+    title: "Efficient Batched Oblivious PRF with Applications to Private Set Intersection",
+    venue: "CCS 2016",
+    part: "",
+};
+
+/// Chase, Miao (CRYPTO 2020), the multi-point OPRF.
+pub(crate) const CM20: Reference = Reference {
+    tag: "CM20",
+    authors: "Chase, Miao",
+    title: "Private Set Intersection in the Internet Setting From Lightweight Oblivious PRF",
+    venue: "CRYPTO 2020",
+    part: "",
+};
+
+/// The receiver's and the sender's roles of a two-party PSI in which the sender learns only
+/// the receiver's set size and the receiver the intersection and the sender's set size.
+pub(crate) const PSI_ROLES: &[RoleSpec] = &[
+    RoleSpec {
+        party: Party::Receiver,
+        count: Count::One,
+        learns: "the intersection (as its own rows) and the sender's set size",
+    },
+    RoleSpec {
+        party: Party::Sender,
+        count: Count::One,
+        learns: "the receiver's set size",
+    },
+];
+
+/// A set size from the handshake as a `usize`, or `InvalidParam` on a machine where it does
+/// not fit.
+pub(crate) fn set_size(n: u64) -> Result<usize> {
+    usize::try_from(n).map_err(|_| Error::InvalidParam {
+        field: "set size",
+        reason: format!("{n} items do not fit this machine"),
+    })
+}
 
 /// Elements per bulk frame: 2^14 (512 KiB of points), small enough to pipeline, large enough
 /// that framing costs nothing.
@@ -347,24 +401,6 @@ pub(crate) fn found_indices(found: &[bool]) -> Vec<usize> {
 /// The error `main` reports when the reader's queue closed early (the reader's own error wins).
 pub(crate) fn queue_closed(what: &'static str) -> Error {
     Error::PeerClosed { during: what }
-}
-
-/// Refuses security parameters a protocol cannot provide: κ must be what its primitives give,
-/// and λ must lie in 1..=80 (a larger λ would not fit the 16-byte tags with large sets).
-pub(crate) fn validate_security(opts: &crate::RunOptions, protocol: &'static str) -> Result<()> {
-    if opts.kappa != 128 {
-        return Err(Error::InvalidParam {
-            field: "kappa",
-            reason: format!("{protocol} provides κ = 128 only, {} was asked", opts.kappa),
-        });
-    }
-    if !(1..=80).contains(&opts.lambda) {
-        return Err(Error::InvalidParam {
-            field: "lambda",
-            reason: format!("λ must be between 1 and 80, {} was asked", opts.lambda),
-        });
-    }
-    Ok(())
 }
 
 #[cfg(test)]

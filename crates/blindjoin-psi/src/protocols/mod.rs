@@ -1,9 +1,24 @@
-//! One module per protocol, named by its paper tag.
+//! One module per protocol, named by its paper tag, and the registry that lists them.
+//!
+//! Adding a protocol: a directory here whose `mod.rs` documents the protocol and defines
+//! `pub static PROTOCOL: Protocol`, plus its name in the `registry!` list below.
 
-pub mod cm20;
-pub mod ecdh;
-pub mod kkrt16;
-pub mod naive;
-pub mod psz14;
+/// Declares each protocol module and lists its descriptor in [`ALL`], in the given order.
+macro_rules! registry {
+    ($($name:ident),* $(,)?) => {
+        $(pub mod $name;)*
+
+        /// Every protocol, in the order the CLI lists them.
+        pub static ALL: &[&crate::protocol::Protocol] = &[$(&$name::PROTOCOL),*];
+    };
+}
+
+registry! {
+    kkrt16,
+    cm20,
+    psz14,
+    ecdh,
+    naive,
+}
 
 pub(crate) mod common;

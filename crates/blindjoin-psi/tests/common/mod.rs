@@ -25,7 +25,7 @@ pub const BASE_CASES: [(usize, usize, usize); 13] = [
 
 /// Runs `p` on independently shuffled sets with `overlap` common records and checks the
 /// receiver's indices against the `HashSet` oracle, and the sizes each side learnt.
-pub fn check_exact(p: Protocol, n_recv: usize, n_send: usize, overlap: usize, seed: u64) {
+pub fn check_exact(p: &Protocol, n_recv: usize, n_send: usize, overlap: usize, seed: u64) {
     let (r, s) = sets_with_overlap(n_recv, n_send, overlap, seed);
     let expected = oracle(&r, &s);
     assert_eq!(expected.len(), overlap);
@@ -47,7 +47,7 @@ pub fn check_exact(p: Protocol, n_recv: usize, n_send: usize, overlap: usize, se
 }
 
 /// [`check_exact`] on [`BASE_CASES`] and then `extra`, seeds from `seed` on.
-pub fn exact_suite(p: Protocol, extra: &[(usize, usize, usize)], seed: u64) {
+pub fn exact_suite(p: &Protocol, extra: &[(usize, usize, usize)], seed: u64) {
     for (i, &(a, b, k)) in BASE_CASES.iter().chain(extra).enumerate() {
         check_exact(p, a, b, k, seed + i as u64);
     }
@@ -56,7 +56,7 @@ pub fn exact_suite(p: Protocol, extra: &[(usize, usize, usize)], seed: u64) {
 /// Runs `p` with default options over metered channels; returns the receiver's indices and
 /// both sides' traffic, after checking that each side received what the other sent.
 #[allow(dead_code)]
-pub fn metered(p: Protocol, recv: &[Item], send: &[Item]) -> (Vec<usize>, Traffic, Traffic) {
+pub fn metered(p: &Protocol, recv: &[Item], send: &[Item]) -> (Vec<usize>, Traffic, Traffic) {
     let o = RunOptions::default();
     let ((indices, rt), st) = run_two_party(
         |ch| {
@@ -77,10 +77,10 @@ pub fn metered(p: Protocol, recv: &[Item], send: &[Item]) -> (Vec<usize>, Traffi
 
 /// The first message `p`'s receiver (`receiver`) or sender sends after the handshake.
 #[allow(dead_code)]
-pub fn first_message(p: Protocol, receiver: bool) -> blindjoin_testkit::Target {
+pub fn first_message(p: &Protocol, receiver: bool) -> blindjoin_testkit::Target {
     use blindjoin_ot::base;
     use blindjoin_psi::protocols::{cm20, ecdh, kkrt16, naive, psz14};
-    let msg = match (p.name(), receiver) {
+    let msg = match (p.name, receiver) {
         ("naive", false) => naive::MSG_HASHES,
         ("ecdh", false) => ecdh::MSG_SENDER_POINTS,
         ("ecdh", true) => ecdh::MSG_RECEIVER_POINTS,

@@ -126,8 +126,13 @@ pub use receiver::receive;
 pub use sender::send;
 
 use crate::params::{ceil_log2, tag_bits, tag_bytes};
-use crate::protocols::common::check_tag_len;
+use crate::protocol::{
+    Message, Protocol, Reference, Security, Sizes, Traffic, two_party,
+};
+use crate::protocols::common::{CHUNK, CM20, PSI_ROLES, check_tag_len};
 use blindjoin_core::aes::FixedKeyAes;
+use blindjoin_core::channel::{FRAME_HEADER_LEN, framed_bytes, msg_bytes};
+use blindjoin_ot::{base, traffic};
 use blindjoin_core::handshake::expect_same;
 use blindjoin_core::item::Item;
 use blindjoin_core::prefix_hash::PrefixHash;
@@ -139,6 +144,50 @@ use zeroize::Zeroize;
 
 /// Protocol id in the handshake.
 pub const NAME: &str = "cm20";
+
+/// The descriptor of `cm20`.
+pub static PROTOCOL: Protocol = Protocol {
+    name: NAME,
+    summary: "multi-point-OPRF PSI: an m × w matrix of random-OT columns, one AES PRF per item",
+    references: &[Reference {
+        part: "§3 Fig. 3 with Fig. 4, §3.3 Table 1, §4.2",
+        ..CM20
+    }],
+    security: Security::SemiHonest,
+    assumptions: "Chou-Orlandi base OTs (CDH), AES as a PRF, random-oracle hashes; CM20's one-sided malicious variant is not claimed",
+    roles: PSI_ROLES,
+    kappa: &[128],
+    params: |kappa, _| params(kappa),
+    // hello ‖ hello; verdict ‖ verdict; setup + base-OT S; base-OT R_j; PRF key + Δ columns;
+    // OPRF values.
+    flights: 6,
+    flow: &[
+        Message::receiver(MSG_SETUP),
+        Message::receiver(base::MSG_SENDER_POINT),
+        Message::sender(base::MSG_RECEIVER_POINTS),
+        Message::receiver(MSG_KEY),
+        Message::receiver(MSG_DELTA),
+        Message::sender(MSG_TAGS),
+    ],
+    traffic,
+    entry: two_party!(receiver::receive, sender::send),
+};
+
+/// The bytes of each message: (m, w, ℓ2), w base OTs, the PRF key, w Δ columns of m/8 bytes
+/// (frames of at most [`DELTA_FRAME`]) and n_S OPRF values of ℓ2 bits (frames of 2^14).
+fn traffic(s: &Sizes) -> Result<Traffic> {
+    let p = Params::new(s.kappa, s.lambda, s.n_recv, s.n_send)?;
+    let [base_s, base_r] = traffic::co15(p.w);
+    let delta = (p.w * p.frames_per_column() * (p.frame_len() + FRAME_HEADER_LEN)) as u64;
+    Ok(vec![
+        (MSG_SETUP, msg_bytes(&p.setup())?),
+        base_s,
+        base_r,
+        (MSG_KEY, msg_bytes(&PrfKey { key: [0; 16] })?),
+        (MSG_DELTA, delta),
+        (MSG_TAGS, framed_bytes(s.n_send, p.tag_len, CHUNK)),
+    ])
+}
 
 /// The floor of L = log2 m: at least 128 rows (one block per column).
 pub const LOG_M_MIN: u32 = 7;

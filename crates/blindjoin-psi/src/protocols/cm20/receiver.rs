@@ -2,17 +2,16 @@
 
 use super::join;
 use super::matrix::{self, Column, Span};
-use super::{MSG_DELTA, MSG_KEY, MSG_SETUP, MSG_TAGS, NAME, Params, Prf, PrfKey, h1, params};
-use crate::protocols::common::validate_security;
-use crate::{Phases, ReceiverOutput, RunOptions};
+use super::{MSG_DELTA, MSG_KEY, MSG_SETUP, MSG_TAGS, PROTOCOL, Params, Prf, PrfKey, h1};
+use crate::run::Run;
+use crate::{ReceiverOutput, RunOptions};
 use blindjoin_core::channel::{BulkReader, Channel, FrameSender, send_msg};
-use blindjoin_core::handshake::{Role, handshake};
+use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Result};
 use blindjoin_ot::base::{BaseOtSender, ChouOrlandiSender};
 use rand::CryptoRng;
-use std::time::Instant;
 use zeroize::{Zeroize, Zeroizing};
 
 /// Runs the receiver with `items` (distinct) on `ch`; returns the indices of `items` in the
@@ -23,37 +22,32 @@ pub fn receive<C: Channel + ?Sized>(
     opts: &RunOptions,
     rng: &mut impl CryptoRng,
 ) -> Result<ReceiverOutput> {
-    validate_security(opts, NAME)?;
-    let start = Instant::now();
-    let mut phases = Phases::default();
-    let cfg = opts.session_config(NAME, Role::Receiver, items.len(), params(opts.kappa));
-    let session = handshake(ch, &cfg, rng)?;
-    let t = phases.lap("handshake", start);
+    let mut run = Run::start(ch, &PROTOCOL, Role::Receiver, items.len(), opts, rng)?;
 
-    let (n_recv, n_send) = (items.len() as u64, session.sender_size);
-    let p = Params::new(session.kappa, session.lambda, n_recv, n_send)?;
+    let (n_recv, n_send) = (items.len() as u64, run.session.sender_size);
+    let p = Params::new(run.session.kappa, run.session.lambda, n_recv, n_send)?;
     send_msg(ch, MSG_SETUP, &p.setup())?;
     // Fig. 4 step 1: w random OTs, we are the OT sender.
     let keys =
-        Zeroizing::new(ChouOrlandiSender::default().send_random(ch, &session.id, p.w, rng)?);
+        Zeroizing::new(ChouOrlandiSender::default().send_random(ch, &run.session.id, p.w, rng)?);
     let mut key = PrfKey { key: [0u8; 16] };
     rng.fill_bytes(&mut key.key);
     send_msg(ch, MSG_KEY, &key)?;
-    let t = phases.lap("base OT", t);
+    run.lap("base OT");
 
     let prf = Prf::new(&key.key, p.prf_blocks);
-    let z = prf.inputs(&h1(&session.id), items);
-    let t = phases.lap("prf", t);
+    let z = prf.inputs(&h1(&run.session.id), items);
+    run.lap("prf");
 
     let slabs = columns(ch, &p, &prf, &z, &keys, opts)?;
     drop(keys);
-    let t = phases.lap("matrix", t);
+    run.lap("matrix");
 
-    let h2 = p.h2(&session.id);
+    let h2 = p.h2(&run.session.id);
     let mut own = vec![0u8; items.len() * p.tag_len];
     matrix::tags(&p, &h2, &slabs, items.len(), &mut own);
     drop(slabs);
-    let t = phases.lap("h2", t);
+    run.lap("h2");
 
     let mut peer = Vec::new();
     let mut reader = BulkReader::new(MSG_TAGS, p.tag_len, n_send);
@@ -61,12 +55,8 @@ pub fn receive<C: Channel + ?Sized>(
         peer.push(frame);
     }
     let indices = join::matches(&own, &peer, p.tag_len);
-    phases.lap("match", t);
-    Ok(ReceiverOutput {
-        indices,
-        session,
-        phases,
-    })
+    run.lap("match");
+    Ok(run.receiver_output(indices))
 }
 
 /// Builds D column block by column block, sends every Δ_j, and returns the receiver's rows of A

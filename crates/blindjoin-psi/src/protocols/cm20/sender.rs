@@ -2,12 +2,13 @@
 
 use super::matrix::{self, Column, Span};
 use super::{
-    MSG_DELTA, MSG_KEY, MSG_SETUP, MSG_TAGS, NAME, Params, Prf, PrfKey, Setup, h1, params,
+    MSG_DELTA, MSG_KEY, MSG_SETUP, MSG_TAGS, PROTOCOL, Params, Prf, PrfKey, Setup, h1,
 };
-use crate::protocols::common::{CHUNK, pipelined, queue_closed, validate_security};
-use crate::{Phases, RunOptions, SenderOutput};
+use crate::protocols::common::{CHUNK, pipelined, queue_closed};
+use crate::run::Run;
+use crate::{RunOptions, SenderOutput};
 use blindjoin_core::channel::{Channel, FrameReceiver, recv_msg, send_elements};
-use blindjoin_core::handshake::{Role, handshake};
+use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
@@ -16,7 +17,6 @@ use rand::CryptoRng;
 use rand::seq::SliceRandom;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::time::Instant;
 use zeroize::{Zeroize, Zeroizing};
 
 /// Runs the sender with `items` (distinct) on `ch`.
@@ -26,15 +26,10 @@ pub fn send<C: Channel + ?Sized>(
     opts: &RunOptions,
     rng: &mut impl CryptoRng,
 ) -> Result<SenderOutput> {
-    validate_security(opts, NAME)?;
-    let start = Instant::now();
-    let mut phases = Phases::default();
-    let cfg = opts.session_config(NAME, Role::Sender, items.len(), params(opts.kappa));
-    let session = handshake(ch, &cfg, rng)?;
-    let t = phases.lap("handshake", start);
+    let mut run = Run::start(ch, &PROTOCOL, Role::Sender, items.len(), opts, rng)?;
 
-    let (n_recv, n_send) = (session.receiver_size, items.len() as u64);
-    let p = Params::new(session.kappa, session.lambda, n_recv, n_send)?;
+    let (n_recv, n_send) = (run.session.receiver_size, items.len() as u64);
+    let p = Params::new(run.session.kappa, run.session.lambda, n_recv, n_send)?;
     let setup: Setup = recv_msg(ch, MSG_SETUP, 32)?;
     p.check(&setup)?;
     // The values go out in a random order: process the items in one.
@@ -46,41 +41,40 @@ pub fn send<C: Channel + ?Sized>(
     // Fig. 4 step 1: w random OTs with random choice bits s, we are the OT receiver.
     let s: Vec<bool> = (0..p.w).map(|_| rng.next_u32() & 1 == 1).collect();
     let keys =
-        Zeroizing::new(ChouOrlandiReceiver::default().receive_random(ch, &session.id, &s, rng)?);
+        Zeroizing::new(ChouOrlandiReceiver::default().receive_random(ch, &run.session.id, &s, rng)?);
     let key: PrfKey = recv_msg(ch, MSG_KEY, 16)?;
     let prf = Prf::new(&key.key, p.prf_blocks);
     drop(key);
-    let t = phases.lap("base OT", t);
+    run.lap("base OT");
 
     let (frame_len, frames) = (p.frame_len(), p.w * p.frames_per_column());
     let (queue_tx, queue_rx) = mpsc::channel::<Vec<u8>>();
     // Frames the matrix is done with go back to the reader, which receives into them.
     let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
-    let mut t = t;
     pipelined(
         ch,
         move |rx, aborted| read_deltas(rx, frame_len, frames, &queue_tx, &spare_rx, aborted),
         |tx| {
-            let z = prf.inputs(&h1(&session.id), &items);
-            t = phases.lap("prf", t);
+            let z = prf.inputs(&h1(&run.session.id), &items);
+            run.lap("prf");
             let queue = Deltas {
                 full: queue_rx,
                 spare: spare_tx,
             };
             let slabs = columns(&p, &prf, &z, &keys, &s, &queue, opts)?;
             drop(z);
-            t = phases.lap("matrix", t);
-            let h2 = p.h2(&session.id);
+            run.lap("matrix");
+            let h2 = p.h2(&run.session.id);
             let mut tags = vec![0u8; items.len() * p.tag_len];
             matrix::tags(&p, &h2, &slabs, items.len(), &mut tags);
             drop(slabs);
-            t = phases.lap("h2", t);
+            run.lap("h2");
             send_elements(tx, MSG_TAGS, &tags, p.tag_len, CHUNK)?;
-            phases.lap("send", t);
+            run.lap("send");
             Ok(())
         },
     )?;
-    Ok(SenderOutput { session, phases })
+    Ok(run.sender_output())
 }
 
 /// The Δ frames between the reader and the matrix: received ones, and used ones on their way

@@ -50,6 +50,10 @@ mod sender;
 pub use receiver::receive;
 pub use sender::send;
 
+use crate::params::tag_bytes;
+use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
+use crate::protocols::common::{CHUNK, PSI_ROLES, PSZ14};
+use blindjoin_core::channel::framed_bytes;
 use blindjoin_core::handshake::Session;
 use blindjoin_core::item::{Item, update_prefixed};
 use blindjoin_core::{Error, Result};
@@ -61,6 +65,50 @@ use zeroize::Zeroize;
 
 /// Protocol id in the handshake.
 pub const NAME: &str = "ecdh";
+
+/// The descriptor of `ecdh`.
+pub static PROTOCOL: Protocol = Protocol {
+    name: NAME,
+    summary: "Diffie-Hellman PSI on Ristretto255: both sets blinded by both secret exponents",
+    references: &[
+        Reference {
+            tag: "HFH99",
+            authors: "Huberman, Franklin, Hogg",
+            title: "Enhancing Privacy and Trust in Electronic Communities",
+            venue: "ACM EC 1999",
+            part: "the DH-based protocol (also Meadows, IEEE S&P 1986)",
+        },
+        Reference {
+            part: "§3 and Tab. 5-7, \"DH-based ECC\"",
+            ..PSZ14
+        },
+    ],
+    security: Security::SemiHonest,
+    assumptions: "DDH on Ristretto255, random-oracle model",
+    roles: PSI_ROLES,
+    kappa: &[128],
+    params: |_, _| params(),
+    // hello ‖ hello; verdict ‖ verdict; A_i ‖ B_j; tags of A_i^b.
+    flights: 4,
+    flow: &[
+        Message::receiver(MSG_RECEIVER_POINTS),
+        Message::sender(MSG_SENDER_POINTS),
+        Message::sender(MSG_TAGS),
+    ],
+    traffic,
+    entry: two_party!(receiver::receive, sender::send),
+};
+
+/// The bytes of each message: n1 and n2 compressed points and n1 tags, frames of 2^14
+/// elements (the sender answers each frame of A_i with one frame of tags).
+fn traffic(s: &Sizes) -> Result<Traffic> {
+    let tag_len = tag_bytes(s.lambda, s.n_recv, s.n_send);
+    Ok(vec![
+        (MSG_RECEIVER_POINTS, framed_bytes(s.n_recv, POINT_LEN, CHUNK)),
+        (MSG_SENDER_POINTS, framed_bytes(s.n_send, POINT_LEN, CHUNK)),
+        (MSG_TAGS, framed_bytes(s.n_recv, tag_len, CHUNK)),
+    ])
+}
 
 /// Name of the receiver's blinded points A_i.
 pub const MSG_RECEIVER_POINTS: &str = "the receiver's blinded points";

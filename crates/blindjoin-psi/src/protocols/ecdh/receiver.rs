@@ -1,24 +1,22 @@
 //! The receiver's side of `ecdh` (see the module doc for the message flow).
 
 use super::{
-    GroupHash, Key, MSG_RECEIVER_POINTS, MSG_SENDER_POINTS, MSG_TAGS, NAME, POINT_LEN, blind_items,
-    params, reblind_frame, tags_of,
+    GroupHash, Key, MSG_RECEIVER_POINTS, MSG_SENDER_POINTS, MSG_TAGS, POINT_LEN, PROTOCOL,
+    blind_items, reblind_frame, tags_of,
 };
-use crate::params::tag_bytes;
 use crate::protocols::common::{
-    CHUNK, check_tag_len, forward_bulk, match_tags, pipelined, queue_closed, tag_from_bytes,
-    validate_security,
+    CHUNK, forward_bulk, match_tags, pipelined, queue_closed, tag_from_bytes,
 };
-use crate::{Phases, ReceiverOutput, RunOptions};
+use crate::run::Run;
+use crate::{ReceiverOutput, RunOptions};
 use blindjoin_core::Result;
 use blindjoin_core::channel::{BulkReader, Channel};
-use blindjoin_core::handshake::{Role, handshake};
+use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use rand::CryptoRng;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::time::Instant;
 
 /// Runs the receiver with `items` (distinct) on `ch`; returns the indices of `items` in the
 /// intersection.
@@ -28,18 +26,11 @@ pub fn receive<C: Channel + ?Sized>(
     opts: &RunOptions,
     rng: &mut impl CryptoRng,
 ) -> Result<ReceiverOutput> {
-    validate_security(opts, NAME)?;
-    let start = Instant::now();
-    let mut phases = Phases::default();
-    let cfg = opts.session_config(NAME, Role::Receiver, items.len(), params());
-    let session = handshake(ch, &cfg, rng)?;
-    let mut t = phases.lap("handshake", start);
-
-    let (n1, n2) = (items.len() as u64, session.sender_size);
-    let tag_len = tag_bytes(session.lambda, n1, n2);
-    check_tag_len(tag_len)?;
+    let mut run = Run::start(ch, &PROTOCOL, Role::Receiver, items.len(), opts, rng)?;
+    let (n1, n2) = run.sizes();
+    let tag_len = run.tag_len()?;
     let key = Key::random(rng);
-    let hash = GroupHash::new(&session);
+    let hash = GroupHash::new(&run.session);
 
     let (queue_tx, queue_rx) = mpsc::channel();
     let (own_tags, peer_tags) = pipelined(
@@ -65,9 +56,9 @@ pub fn receive<C: Channel + ?Sized>(
                 buf.clear();
                 blind_items(chunk, &hash, &key, &mut buf);
                 tx.send(MSG_RECEIVER_POINTS, &buf)?;
-                opts.report("blind", (done * CHUNK + chunk.len()) as u64, n1);
+                run.report("blind", (done * CHUNK + chunk.len()) as u64, n1);
             }
-            t = phases.lap("blind", t);
+            run.lap("blind");
 
             // S = { T(B_j^a) }, grown as the sender's points arrive.
             let mut set = HashSet::new();
@@ -80,20 +71,16 @@ pub fn receive<C: Channel + ?Sized>(
                 points.clear();
                 reblind_frame(&frame, done, MSG_SENDER_POINTS, &key, &mut points)?;
                 tags.clear();
-                tags_of(&session, &points, tag_len, &mut tags);
+                tags_of(&run.session, &points, tag_len, &mut tags);
                 set.extend(tags.chunks_exact(tag_len).map(tag_from_bytes));
                 done += (frame.len() / POINT_LEN) as u64;
-                opts.report("re-blind", done, n2);
+                run.report("re-blind", done, n2);
             }
-            t = phases.lap("re-blind", t);
+            run.lap("re-blind");
             Ok(set)
         },
     )?;
     let indices = match_tags(&own_tags, tag_len, &peer_tags);
-    phases.lap("match", t);
-    Ok(ReceiverOutput {
-        indices,
-        session,
-        phases,
-    })
+    run.lap("match");
+    Ok(run.receiver_output(indices))
 }

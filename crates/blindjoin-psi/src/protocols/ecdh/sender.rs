@@ -1,22 +1,19 @@
 //! The sender's side of `ecdh` (see the module doc for the message flow).
 
 use super::{
-    GroupHash, Key, MSG_RECEIVER_POINTS, MSG_SENDER_POINTS, MSG_TAGS, NAME, POINT_LEN, blind_items,
-    params, reblind_frame, tags_of,
+    GroupHash, Key, MSG_RECEIVER_POINTS, MSG_SENDER_POINTS, MSG_TAGS, POINT_LEN, PROTOCOL,
+    blind_items, reblind_frame, tags_of,
 };
-use crate::params::tag_bytes;
-use crate::protocols::common::{
-    CHUNK, check_tag_len, forward_bulk, pipelined, queue_closed, validate_security,
-};
-use crate::{Phases, RunOptions, SenderOutput};
+use crate::protocols::common::{CHUNK, forward_bulk, pipelined, queue_closed};
+use crate::run::Run;
+use crate::{RunOptions, SenderOutput};
 use blindjoin_core::Result;
 use blindjoin_core::channel::{BulkReader, Channel};
-use blindjoin_core::handshake::{Role, handshake};
+use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use rand::CryptoRng;
 use rand::seq::SliceRandom;
 use std::sync::mpsc;
-use std::time::Instant;
 
 /// Runs the sender with `items` (distinct) on `ch`.
 pub fn send<C: Channel + ?Sized>(
@@ -25,18 +22,11 @@ pub fn send<C: Channel + ?Sized>(
     opts: &RunOptions,
     rng: &mut impl CryptoRng,
 ) -> Result<SenderOutput> {
-    validate_security(opts, NAME)?;
-    let start = Instant::now();
-    let mut phases = Phases::default();
-    let cfg = opts.session_config(NAME, Role::Sender, items.len(), params());
-    let session = handshake(ch, &cfg, rng)?;
-    let mut t = phases.lap("handshake", start);
-
-    let (n1, n2) = (session.receiver_size, items.len() as u64);
-    let tag_len = tag_bytes(session.lambda, n1, n2);
-    check_tag_len(tag_len)?;
+    let mut run = Run::start(ch, &PROTOCOL, Role::Sender, items.len(), opts, rng)?;
+    let (n1, n2) = run.sizes();
+    let tag_len = run.tag_len()?;
     let key = Key::random(rng);
-    let hash = GroupHash::new(&session);
+    let hash = GroupHash::new(&run.session);
     let mut order: Vec<usize> = (0..items.len()).collect();
     order.shuffle(rng);
 
@@ -57,9 +47,9 @@ pub fn send<C: Channel + ?Sized>(
                 buf.clear();
                 blind_items(&batch, &hash, &key, &mut buf);
                 tx.send(MSG_SENDER_POINTS, &buf)?;
-                opts.report("blind", (done * CHUNK + chunk.len()) as u64, n2);
+                run.report("blind", (done * CHUNK + chunk.len()) as u64, n2);
             }
-            t = phases.lap("blind", t);
+            run.lap("blind");
 
             // T(A_i^b) in the order the receiver sent A_i.
             let mut done = 0u64;
@@ -71,14 +61,14 @@ pub fn send<C: Channel + ?Sized>(
                 points.clear();
                 reblind_frame(&frame, done, MSG_RECEIVER_POINTS, &key, &mut points)?;
                 tags.clear();
-                tags_of(&session, &points, tag_len, &mut tags);
+                tags_of(&run.session, &points, tag_len, &mut tags);
                 tx.send(MSG_TAGS, &tags)?;
                 done += (frame.len() / POINT_LEN) as u64;
-                opts.report("re-blind", done, n1);
+                run.report("re-blind", done, n1);
             }
-            phases.lap("re-blind", t);
+            run.lap("re-blind");
             Ok(())
         },
     )?;
-    Ok(SenderOutput { session, phases })
+    Ok(run.sender_output())
 }

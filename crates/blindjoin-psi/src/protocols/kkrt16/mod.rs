@@ -50,13 +50,67 @@ mod sender;
 pub use receiver::receive;
 pub use sender::send;
 
-use blindjoin_core::Block;
+use crate::hashing::CuckooParams;
+use crate::params::tag_bytes;
+use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
+use crate::protocols::common::{CHUNK, CM20, KKRT16, PSI_ROLES, set_size};
+use blindjoin_core::channel::{framed_bytes, msg_bytes};
 use blindjoin_core::handshake::Session;
-use blindjoin_ot::ext::kkrt::code_blocks;
+use blindjoin_core::{Block, Result};
+use blindjoin_ot::ext::kkrt::{self, code_blocks};
+use blindjoin_ot::{base, traffic};
 use serde::{Deserialize, Serialize};
 
 /// Protocol id in the handshake.
 pub const NAME: &str = "kkrt16";
+
+/// The descriptor of `kkrt16`.
+pub static PROTOCOL: Protocol = Protocol {
+    name: NAME,
+    summary: "batched-OPRF PSI: one OPRF instance per bin of the receiver's 3-way Cuckoo table",
+    references: &[
+        Reference {
+            part: "§5 (PSI from the batched OPRF)",
+            ..KKRT16
+        },
+        Reference {
+            part: "§1.2 (PSI from single-point OPRF)",
+            ..CM20
+        },
+    ],
+    security: Security::SemiHonest,
+    assumptions: "OT extension on Chou-Orlandi base OTs (CDH), random-oracle hash",
+    roles: PSI_ROLES,
+    kappa: &[128],
+    params: |_, lambda| params(lambda),
+    // hello ‖ hello; verdict ‖ verdict; bins + base-OT S; base-OT R_i; u columns; tags.
+    flights: 6,
+    flow: &[
+        Message::receiver(MSG_SETUP),
+        Message::receiver(base::MSG_SENDER_POINT),
+        Message::sender(base::MSG_RECEIVER_POINTS),
+        Message::receiver(kkrt::MSG_U_COLUMNS),
+        Message::sender(MSG_TAGS),
+    ],
+    traffic,
+    entry: two_party!(receiver::receive, sender::send),
+};
+
+/// The bytes of each message: the bin count b, k = 128·w base OTs, the u columns of b OPRF
+/// instances (k bits each), and three sets of n2 tags in frames of 2^14.
+fn traffic(s: &Sizes) -> Result<Traffic> {
+    let bins = CuckooParams::kkrt(set_size(s.n_recv)?, s.lambda)?.num_bins();
+    let width = code_width(s.lambda);
+    let tag_len = tag_bytes(s.lambda, s.n_recv, s.n_send);
+    let [base_s, base_r] = traffic::co15(128 * width);
+    Ok(vec![
+        (MSG_SETUP, msg_bytes(&Setup { bins: bins as u64 })?),
+        base_s,
+        base_r,
+        (kkrt::MSG_U_COLUMNS, traffic::kkrt_u_columns(bins, width)),
+        (MSG_TAGS, 3 * framed_bytes(s.n_send, tag_len, CHUNK)),
+    ])
+}
 
 /// Hash functions of the Cuckoo table.
 pub const HASHES: usize = 3;

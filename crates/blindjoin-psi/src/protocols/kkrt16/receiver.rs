@@ -1,20 +1,19 @@
 //! The receiver's side of `kkrt16` (see the module doc for the message flow).
 
-use super::{HASHES, MSG_SETUP, MSG_TAGS, NAME, Setup, code_width, hash_seed, oprf_input, params};
+use super::{HASHES, MSG_SETUP, MSG_TAGS, PROTOCOL, Setup, code_width, hash_seed, oprf_input};
 use crate::hashing::{CuckooParams, CuckooTable};
-use crate::params::tag_bytes;
 use crate::protocols::common::{
-    TagTable, check_tag_len, found_indices, tag_mask, validate_security,
+    TagTable, found_indices, tag_mask,
 };
-use crate::{Phases, ReceiverOutput, RunOptions};
+use crate::run::Run;
+use crate::{ReceiverOutput, RunOptions};
 use blindjoin_core::channel::{BulkReader, Channel, send_msg};
-use blindjoin_core::handshake::{Role, handshake};
+use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Result};
 use blindjoin_ot::base::ChouOrlandiSender;
 use blindjoin_ot::ext::kkrt::KkrtReceiver;
 use rand::CryptoRng;
-use std::time::Instant;
 
 /// Runs the receiver with `items` (distinct) on `ch`; returns the indices of `items` in the
 /// intersection.
@@ -24,26 +23,19 @@ pub fn receive<C: Channel + ?Sized>(
     opts: &RunOptions,
     rng: &mut impl CryptoRng,
 ) -> Result<ReceiverOutput> {
-    validate_security(opts, NAME)?;
-    let start = Instant::now();
-    let mut phases = Phases::default();
-    let cfg = opts.session_config(NAME, Role::Receiver, items.len(), params(opts.lambda));
-    let session = handshake(ch, &cfg, rng)?;
-    let t = phases.lap("handshake", start);
-
-    let (n1, n2) = (items.len() as u64, session.sender_size);
-    let tag_len = tag_bytes(session.lambda, n1, n2);
-    check_tag_len(tag_len)?;
+    let mut run = Run::start(ch, &PROTOCOL, Role::Receiver, items.len(), opts, rng)?;
+    let (n1, n2) = run.sizes();
+    let tag_len = run.tag_len()?;
     let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
-    let cuckoo = CuckooParams::kkrt(items.len(), session.lambda)?;
-    let table = CuckooTable::build(&cuckoo, hash_seed(&session), &blocks)?;
+    let cuckoo = CuckooParams::kkrt(items.len(), run.session.lambda)?;
+    let table = CuckooTable::build(&cuckoo, hash_seed(&run.session), &blocks)?;
     let bins = table.num_bins();
     send_msg(ch, MSG_SETUP, &Setup { bins: bins as u64 })?;
-    let t = phases.lap("cuckoo", t);
+    run.lap("cuckoo");
 
-    let mut oprf = KkrtReceiver::new(ChouOrlandiSender::default(), code_width(session.lambda))?;
-    oprf.setup(ch, &session.id, rng)?;
-    let t = phases.lap("base OT", t);
+    let mut oprf = KkrtReceiver::new(ChouOrlandiSender::default(), code_width(run.session.lambda))?;
+    oprf.setup(ch, &run.session.id, rng)?;
+    run.lap("base OT");
 
     // One OPRF instance per bin: its item XOR its hash index, or a random dummy.
     let inputs: Vec<Block> = table
@@ -56,7 +48,7 @@ pub fn receive<C: Channel + ?Sized>(
     let mut outputs = vec![Block::ZERO; bins];
     oprf.receive(ch, &inputs, &mut outputs)?;
     opts.report("oprf", n1, n1);
-    let t = phases.lap("oprf", t);
+    run.lap("oprf");
 
     // Own tags, one table per hash function: tag → item. Tags longer than the table's 96 bits
     // are confirmed against the item's whole tag.
@@ -94,10 +86,6 @@ pub fn receive<C: Channel + ?Sized>(
         }
     }
     let indices = found_indices(&found);
-    phases.lap("match", t);
-    Ok(ReceiverOutput {
-        indices,
-        session,
-        phases,
-    })
+    run.lap("match");
+    Ok(run.receiver_output(indices))
 }

@@ -1,22 +1,21 @@
 //! The sender's side of `kkrt16` (see the module doc for the message flow).
 
 use super::{
-    BIN_CHUNK, HASHES, MSG_SETUP, MSG_TAGS, NAME, Setup, code_width, hash_seed, oprf_input, params,
+    BIN_CHUNK, HASHES, MSG_SETUP, MSG_TAGS, PROTOCOL, Setup, code_width, hash_seed, oprf_input,
 };
 use crate::hashing::{BinHasher, CuckooParams, HashedItems};
-use crate::params::tag_bytes;
 use crate::protocols::common::{
-    CHUNK, check_tag_len, put_tag, shuffle_elements, validate_security,
+    CHUNK, put_tag, shuffle_elements,
 };
-use crate::{Phases, RunOptions, SenderOutput};
+use crate::run::Run;
+use crate::{RunOptions, SenderOutput};
 use blindjoin_core::channel::{Channel, recv_msg, send_elements};
-use blindjoin_core::handshake::{Role, expect_same, handshake};
+use blindjoin_core::handshake::{Role, expect_same};
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Error, Result};
 use blindjoin_ot::base::ChouOrlandiReceiver;
 use blindjoin_ot::ext::kkrt::KkrtSender;
 use rand::CryptoRng;
-use std::time::Instant;
 
 /// Runs the sender with `items` (distinct) on `ch`.
 pub fn send<C: Channel + ?Sized>(
@@ -25,33 +24,26 @@ pub fn send<C: Channel + ?Sized>(
     opts: &RunOptions,
     rng: &mut impl CryptoRng,
 ) -> Result<SenderOutput> {
-    validate_security(opts, NAME)?;
-    let start = Instant::now();
-    let mut phases = Phases::default();
-    let cfg = opts.session_config(NAME, Role::Sender, items.len(), params(opts.lambda));
-    let session = handshake(ch, &cfg, rng)?;
-    let t = phases.lap("handshake", start);
-
-    let (n1, n2) = (session.receiver_size, items.len() as u64);
-    let tag_len = tag_bytes(session.lambda, n1, n2);
-    check_tag_len(tag_len)?;
+    let mut run = Run::start(ch, &PROTOCOL, Role::Sender, items.len(), opts, rng)?;
+    let n1 = run.session.receiver_size;
+    let tag_len = run.tag_len()?;
     let n1_usize = usize::try_from(n1).map_err(|_| Error::InvalidParam {
         field: "receiver set size",
         reason: format!("{n1} does not fit this machine"),
     })?;
-    let bins = CuckooParams::kkrt(n1_usize, session.lambda)?.num_bins();
+    let bins = CuckooParams::kkrt(n1_usize, run.session.lambda)?.num_bins();
     let setup: Setup = recv_msg(ch, MSG_SETUP, 16)?;
     expect_same(&[("bins", bins as u64, setup.bins)])?;
     let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
-    let hashed = BinHasher::new(hash_seed(&session), HASHES, bins)?.hash_items(&blocks)?;
+    let hashed = BinHasher::new(hash_seed(&run.session), HASHES, bins)?.hash_items(&blocks)?;
     drop(blocks);
-    let t = phases.lap("hash", t);
+    run.lap("hash");
     let queries = bucket_queries(items, &hashed, bins);
     drop(hashed);
 
-    let mut oprf = KkrtSender::new(ChouOrlandiReceiver::default(), code_width(session.lambda))?;
-    oprf.setup(ch, &session.id, rng)?;
-    let t = phases.lap("base OT", t);
+    let mut oprf = KkrtSender::new(ChouOrlandiReceiver::default(), code_width(run.session.lambda))?;
+    oprf.setup(ch, &run.session.id, rng)?;
+    run.lap("base OT");
 
     // Set j's tags in the order of evaluation, shuffled when complete.
     let mut tags: [Vec<u8>; HASHES] = Default::default();
@@ -81,18 +73,18 @@ pub fn send<C: Channel + ?Sized>(
         oprf.recycle(keys);
         opts.report("oprf", hi as u64, bins as u64);
     }
-    let t = phases.lap("oprf", t);
+    run.lap("oprf");
     // Each set in its own uniformly random order, so that a tag's position says nothing about
     // its item or its bin.
     for set in &mut tags {
         shuffle_elements(set, tag_len, rng);
     }
-    let t = phases.lap("shuffle", t);
+    run.lap("shuffle");
     for set in &tags {
         send_elements(ch, MSG_TAGS, set, tag_len, CHUNK)?;
     }
-    phases.lap("send", t);
-    Ok(SenderOutput { session, phases })
+    run.lap("send");
+    Ok(run.sender_output())
 }
 
 /// One OPRF evaluation of the sender: `input` = y ⊕ j at bin `bin` (relative to its chunk),

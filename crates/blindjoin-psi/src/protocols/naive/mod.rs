@@ -26,6 +26,13 @@ mod sender;
 pub use receiver::receive;
 pub use sender::send;
 
+use crate::params::tag_bytes;
+use crate::protocol::{
+    Count, Message, Party, Protocol, Reference, RoleSpec, Security, Sizes, Traffic, two_party,
+};
+use crate::protocols::common::{CHUNK, PSZ14};
+use blindjoin_core::Result;
+use blindjoin_core::channel::framed_bytes;
 use blindjoin_core::handshake::Session;
 use blindjoin_core::item::{Item, update_prefixed};
 use rayon::prelude::*;
@@ -33,6 +40,43 @@ use sha2::Digest;
 
 /// Protocol id in the handshake.
 pub const NAME: &str = "naive";
+
+/// The descriptor of `naive`.
+pub static PROTOCOL: Protocol = Protocol {
+    name: NAME,
+    summary: "hash and compare: the sender sends truncated hashes of its items",
+    references: &[Reference {
+        part: "§1.1 (naive hashing)",
+        ..PSZ14
+    }],
+    security: Security::Insecure,
+    assumptions: "the receiver can test any guess against the sender's hashes (a benchmark floor)",
+    roles: &[
+        RoleSpec {
+            party: Party::Receiver,
+            count: Count::One,
+            learns: "the intersection, and every sender item it can guess",
+        },
+        RoleSpec {
+            party: Party::Sender,
+            count: Count::One,
+            learns: "the receiver's set size",
+        },
+    ],
+    kappa: &[128],
+    params: |_, _| params(),
+    // hello ‖ hello; verdict ‖ verdict; the sender's hashes.
+    flights: 3,
+    flow: &[Message::sender(MSG_HASHES)],
+    traffic,
+    entry: two_party!(receiver::receive, sender::send),
+};
+
+/// The bytes of each message: n2 tags of λ + ⌈log2(n1·n2)⌉ bits in frames of 2^14.
+fn traffic(s: &Sizes) -> Result<Traffic> {
+    let tag_len = tag_bytes(s.lambda, s.n_recv, s.n_send);
+    Ok(vec![(MSG_HASHES, framed_bytes(s.n_send, tag_len, CHUNK))])
+}
 
 /// Name of the sender's hashes.
 pub const MSG_HASHES: &str = "the sender's hashes";

@@ -122,15 +122,68 @@ pub use sender::send;
 
 use crate::hashing::{CuckooParams, PSZ_STASH};
 use crate::params::{ceil_log2, tag_bytes};
-use crate::protocols::common::check_tag_len;
+use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
+use crate::protocols::common::{CHUNK, PSI_ROLES, PSZ14, check_tag_len, set_size};
 use blindjoin_core::aes::FixedKeyAes;
+use blindjoin_core::channel::{framed_bytes, msg_bytes};
 use blindjoin_core::handshake::{Session, expect_same};
 use blindjoin_core::{Block, Error, Result};
+use blindjoin_ot::ext::kk13;
+use blindjoin_ot::{base, traffic};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// Protocol id in the handshake.
 pub const NAME: &str = "psz14";
+
+/// The descriptor of `psz14`.
+pub static PROTOCOL: Protocol = Protocol {
+    name: NAME,
+    summary: "OT-based set inclusion per bin of the receiver's Cuckoo table (2 hashes, stash of 4), KK13 1-out-of-256 OT",
+    references: &[Reference {
+        part: "§5-6, App. A, C.3, E; Tab. 4 \"Cuckoo Hashing\", Tab. 5-6 \"Set Inclusion §5 + Hashing §6\"",
+        ..PSZ14
+    }],
+    security: Security::SemiHonest,
+    assumptions: "KK13 1-out-of-256 OT extension on Chou-Orlandi base OTs (CDH), random-oracle hashes",
+    roles: PSI_ROLES,
+    kappa: &[128],
+    params: |_, _| params(),
+    // hello ‖ hello; verdict ‖ verdict; table parameters + base-OT S; base-OT R_i; u columns;
+    // masks.
+    flights: 6,
+    flow: &[
+        Message::receiver(MSG_SETUP),
+        Message::receiver(base::MSG_SENDER_POINT),
+        Message::sender(base::MSG_RECEIVER_POINTS),
+        Message::receiver(kk13::MSG_U_COLUMNS),
+        Message::sender(MSG_BIN_MASKS),
+        Message::sender(MSG_STASH_MASKS),
+    ],
+    traffic,
+    entry: two_party!(receiver::receive, sender::send),
+};
+
+/// The bytes of each message: (b, s, σ), κ' = 256 base OTs, t KK13 OTs per virtual bin in
+/// calls of [`chunk_bins`] virtual bins, 2 sets of n2 bin masks (ℓ2) and s sets of n2 stash
+/// masks (ℓ1), frames of 2^14 masks.
+fn traffic(s: &Sizes) -> Result<Traffic> {
+    let p = Params::new(s.lambda, s.n_recv, s.n_send)?;
+    let [base_s, base_r] = traffic::co15(kk13::code_len(ETA));
+    let total = p.virtual_bins();
+    let u: u64 = (0..total)
+        .step_by(p.chunk)
+        .map(|lo| traffic::kk13_u_columns(((lo + p.chunk).min(total) - lo) * p.blocks, ETA))
+        .sum();
+    Ok(vec![
+        (MSG_SETUP, msg_bytes(&Setup::of(&p))?),
+        base_s,
+        base_r,
+        (kk13::MSG_U_COLUMNS, u),
+        (MSG_BIN_MASKS, 2 * framed_bytes(s.n_send, p.bin_mask_len, CHUNK)),
+        (MSG_STASH_MASKS, STASH as u64 * framed_bytes(s.n_send, p.stash_mask_len, CHUNK)),
+    ])
+}
 
 /// η: bits per block of a short value, i.e. 1-out-of-2^η OT (PSZ App. C.3 choose η = 8).
 pub const ETA: u32 = 8;
@@ -199,10 +252,7 @@ pub(crate) struct Params {
 
 impl Params {
     pub(crate) fn new(lambda: u32, n1: u64, n2: u64) -> Result<Self> {
-        let n1 = usize::try_from(n1).map_err(|_| Error::InvalidParam {
-            field: "receiver set size",
-            reason: format!("{n1} does not fit this machine"),
-        })?;
+        let n1 = set_size(n1)?;
         let bins = CuckooParams::psz(n1)?.num_bins();
         let sigma = sigma_bits(lambda, n2, STASH);
         let blocks = ot_blocks(sigma);

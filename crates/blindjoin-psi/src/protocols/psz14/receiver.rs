@@ -1,21 +1,21 @@
 //! The receiver's side of `psz14` (see the module doc for the message flow).
 
 use super::{
-    HASHES, MSG_BIN_MASKS, MSG_SETUP, MSG_STASH_MASKS, NAME, PAR_BATCH, Params, STASH, STASH_TWEAK,
-    Setup, bin_seed, block_of, domain_aes, mask_aes, params,
+    HASHES, MSG_BIN_MASKS, MSG_SETUP, MSG_STASH_MASKS, PROTOCOL, PAR_BATCH, Params, STASH, STASH_TWEAK,
+    Setup, bin_seed, block_of, domain_aes, mask_aes,
 };
 use crate::hashing::{CuckooParams, CuckooTable};
-use crate::protocols::common::{found_indices, tag_from_bytes, validate_security};
-use crate::{Phases, ReceiverOutput, RunOptions};
+use crate::protocols::common::{found_indices, tag_from_bytes};
+use crate::run::Run;
+use crate::{ReceiverOutput, RunOptions};
 use blindjoin_core::channel::{BulkReader, Channel, send_msg};
-use blindjoin_core::handshake::{Role, handshake};
+use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Result};
 use blindjoin_ot::base::ChouOrlandiSender;
 use blindjoin_ot::ext::kk13::Kk13Receiver;
 use rand::CryptoRng;
 use rayon::prelude::*;
-use std::time::Instant;
 
 /// Most own masks of one hash function for which the receiver looks the sender's masks up by
 /// binary search instead of sorting them (2^16 masks: 2 MiB, within the cache).
@@ -42,19 +42,14 @@ pub fn receive<C: Channel + ?Sized>(
     opts: &RunOptions,
     rng: &mut impl CryptoRng,
 ) -> Result<ReceiverOutput> {
-    validate_security(opts, NAME)?;
-    let start = Instant::now();
-    let mut phases = Phases::default();
-    let cfg = opts.session_config(NAME, Role::Receiver, items.len(), params());
-    let session = handshake(ch, &cfg, rng)?;
-    let t = phases.lap("handshake", start);
+    let mut run = Run::start(ch, &PROTOCOL, Role::Receiver, items.len(), opts, rng)?;
 
-    let (n1, n2) = (items.len() as u64, session.sender_size);
-    let p = Params::new(session.lambda, n1, n2)?;
+    let (n1, n2) = (items.len() as u64, run.session.sender_size);
+    let p = Params::new(run.session.lambda, n1, n2)?;
     let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
     let table = CuckooTable::build(
         &CuckooParams::psz(items.len())?,
-        bin_seed(&session),
+        bin_seed(&run.session),
         &blocks,
     )?;
     send_msg(ch, MSG_SETUP, &Setup::of(&p))?;
@@ -77,7 +72,7 @@ pub fn receive<C: Channel + ?Sized>(
             tweak: STASH_TWEAK,
         });
     }
-    let dom = domain_aes(&session);
+    let dom = domain_aes(&run.session);
     let mut shorts: Vec<Block> = occ.iter().map(|o| blocks[o.item as usize]).collect();
     let mask = p.short_mask();
     shorts
@@ -90,16 +85,16 @@ pub fn receive<C: Channel + ?Sized>(
             }
         });
     drop(blocks);
-    let t = phases.lap("hash", t);
+    run.lap("hash");
 
     let mut kk = Kk13Receiver::new(ChouOrlandiSender::default(), super::ETA)?;
-    kk.setup(ch, &session.id, rng)?;
-    let t = phases.lap("base OT", t);
+    kk.setup(ch, &run.session.id, rng)?;
+    run.lap("base OT");
 
     // One chunk of virtual bins per KK13 call: choices (random for empty bins), outputs, and
     // the masks of the occupied bins of the chunk.
     let tb = p.blocks;
-    let hmask = mask_aes(&session);
+    let hmask = mask_aes(&run.session);
     // Own bin masks by the j that placed the item: (mask, item).
     let mut own: [Vec<(u128, u32)>; HASHES] = Default::default();
     let mut stash_own: [Option<(u128, u32)>; STASH] = [None; STASH];
@@ -148,7 +143,7 @@ pub fn receive<C: Channel + ?Sized>(
         lo = hi;
     }
     drop(out);
-    let t = phases.lap("ot", t);
+    run.lap("ot");
 
     let mut found = vec![false; items.len()];
     // Set j against the items placed by j. With many own items: both sorted, then merged
@@ -196,10 +191,6 @@ pub fn receive<C: Channel + ?Sized>(
         }
     }
     let indices = found_indices(&found);
-    phases.lap("match", t);
-    Ok(ReceiverOutput {
-        indices,
-        session,
-        phases,
-    })
+    run.lap("match");
+    Ok(run.receiver_output(indices))
 }

@@ -1,15 +1,16 @@
 //! The sender's side of `psz14` (see the module doc for the message flow).
 
 use super::{
-    HASHES, MSG_BIN_MASKS, MSG_SETUP, MSG_STASH_MASKS, NAME, PAR_BATCH, Params, STASH, STASH_TWEAK,
-    Setup, bin_seed, block_of, domain_aes, mask_aes, params, short_values,
+    HASHES, MSG_BIN_MASKS, MSG_SETUP, MSG_STASH_MASKS, PROTOCOL, PAR_BATCH, Params, STASH, STASH_TWEAK,
+    Setup, bin_seed, block_of, domain_aes, mask_aes, short_values,
 };
 use crate::hashing::{BinHasher, HashedItems, SimpleTable};
-use crate::protocols::common::{CHUNK, validate_security};
-use crate::{Phases, RunOptions, SenderOutput};
+use crate::protocols::common::{CHUNK};
+use crate::run::Run;
+use crate::{RunOptions, SenderOutput};
 use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::{Channel, recv_msg, send_elements};
-use blindjoin_core::handshake::{Role, handshake};
+use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Result};
 use blindjoin_ot::base::ChouOrlandiReceiver;
@@ -17,7 +18,6 @@ use blindjoin_ot::ext::kk13::Kk13Sender;
 use rand::CryptoRng;
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
-use std::time::Instant;
 
 /// Messages per 1-out-of-256 OT.
 const N: usize = 1 << super::ETA;
@@ -94,19 +94,14 @@ pub fn send<C: Channel + ?Sized>(
     opts: &RunOptions,
     rng: &mut impl CryptoRng,
 ) -> Result<SenderOutput> {
-    validate_security(opts, NAME)?;
-    let start = Instant::now();
-    let mut phases = Phases::default();
-    let cfg = opts.session_config(NAME, Role::Sender, items.len(), params());
-    let session = handshake(ch, &cfg, rng)?;
-    let t = phases.lap("handshake", start);
+    let mut run = Run::start(ch, &PROTOCOL, Role::Sender, items.len(), opts, rng)?;
 
-    let (n1, n2) = (session.receiver_size, items.len() as u64);
-    let p = Params::new(session.lambda, n1, n2)?;
+    let (n1, n2) = (run.session.receiver_size, items.len() as u64);
+    let p = Params::new(run.session.lambda, n1, n2)?;
     let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
-    let hashed = BinHasher::new(bin_seed(&session), HASHES, p.bins)?.hash_items(&blocks)?;
+    let hashed = BinHasher::new(bin_seed(&run.session), HASHES, p.bins)?.hash_items(&blocks)?;
     let table = SimpleTable::from_hashed(&hashed);
-    let dom = domain_aes(&session);
+    let dom = domain_aes(&run.session);
     let mask = p.short_mask();
     // Each set j goes out in its own random order: item y's mask at position perms[j][y].
     let perms: [Vec<u32>; HASHES] = [permutation(items.len(), rng), permutation(items.len(), rng)];
@@ -115,14 +110,14 @@ pub fn send<C: Channel + ?Sized>(
     // The table parameters arrive while we hash (the receiver builds its Cuckoo table first).
     let setup: Setup = recv_msg(ch, MSG_SETUP, 32)?;
     setup.check(&Setup::of(&p))?;
-    let t = phases.lap("hash", t);
+    run.lap("hash");
 
     let mut kk = Kk13Sender::new(ChouOrlandiReceiver::default(), super::ETA)?;
-    kk.setup(ch, &session.id, rng)?;
-    let t = phases.lap("base OT", t);
+    kk.setup(ch, &run.session.id, rng)?;
+    run.lap("base OT");
 
     let (tb, l2) = (p.blocks, p.bin_mask_len);
-    let hmask = mask_aes(&session);
+    let hmask = mask_aes(&run.session);
     let mut sets = [vec![0u8; items.len() * l2], vec![0u8; items.len() * l2]];
     // All 256 outputs of each stash OT: stash_out[(k·t + i)·N + w].
     let mut stash_out = vec![Block::ZERO; STASH * tb * N];
@@ -186,7 +181,7 @@ pub fn send<C: Channel + ?Sized>(
     }
     drop(out);
     drop(entries);
-    let t = phases.lap("ot", t);
+    run.lap("ot");
 
     for set in &sets {
         send_elements(ch, MSG_BIN_MASKS, set, l2, CHUNK)?;
@@ -222,6 +217,6 @@ pub fn send<C: Channel + ?Sized>(
             ch.send(MSG_STASH_MASKS, &frame)?;
         }
     }
-    phases.lap("send", t);
-    Ok(SenderOutput { session, phases })
+    run.lap("send");
+    Ok(run.sender_output())
 }

@@ -1,0 +1,47 @@
+//! Bytes on the wire of the base OT and of the OT extensions, framing included, as functions
+//! of their sizes: the terms the PSI protocols' communication formulas add up. Each is tested
+//! against the metered traffic of a real run.
+
+use crate::base::{FRAME_POINTS, MSG_RECEIVER_POINTS, MSG_SENDER_POINT, POINT_LEN};
+use crate::ext::{CHUNK, kk13, row_bytes};
+use blindjoin_core::channel::{FRAME_HEADER_LEN, framed_bytes};
+
+/// The Chou-Orlandi base OT's two messages for `n` OTs: the sender's point S (one frame) and
+/// the receiver's points R_i (frames of [`FRAME_POINTS`]); nothing at all for n = 0.
+pub fn co15(n: usize) -> [(&'static str, u64); 2] {
+    let s = if n == 0 {
+        0
+    } else {
+        (POINT_LEN + FRAME_HEADER_LEN) as u64
+    };
+    [
+        (MSG_SENDER_POINT, s),
+        (
+            MSG_RECEIVER_POINTS,
+            framed_bytes(n as u64, POINT_LEN, FRAME_POINTS),
+        ),
+    ]
+}
+
+/// The u columns of one extension call of `m` OTs with `columns` base OTs (κ, κ' or k): one
+/// frame of `columns · row_bytes(len)` bytes per chunk of at most [`CHUNK`] OTs.
+pub fn u_columns(m: usize, columns: usize) -> u64 {
+    let full = (m / CHUNK) as u64 * (columns * row_bytes(CHUNK) + FRAME_HEADER_LEN) as u64;
+    let rest = m % CHUNK;
+    let last = if rest == 0 {
+        0
+    } else {
+        (columns * row_bytes(rest) + FRAME_HEADER_LEN) as u64
+    };
+    full + last
+}
+
+/// The u columns of one KK13 call of `m` 1-out-of-2^η OTs.
+pub fn kk13_u_columns(m: usize, eta: u32) -> u64 {
+    u_columns(m, kk13::code_len(eta))
+}
+
+/// The u columns of one KKRT OPRF call of `m` instances with a code of `width` blocks.
+pub fn kkrt_u_columns(m: usize, width: usize) -> u64 {
+    u_columns(m, 128 * width)
+}
