@@ -1,33 +1,21 @@
 //! `cm20` over an in-memory channel: exact intersection indices against a `HashSet` oracle on
-//! independently shuffled, balanced and unbalanced sets; the metered bytes against the formula;
-//! tampered, truncated and mismatched peer messages end in an error (or, for undetectable
-//! semi-honest tampering, a subset of the true result), never a panic.
+//! independently shuffled, balanced and unbalanced sets, whatever the thread count; the code's
+//! communication at CM20 Table 2's size; parameter mismatches naming the field; tampered Δ
+//! columns and OPRF values giving a subset of the true result (semi-honest tampering cannot be
+//! detected), and the Δ frames of later columns refused when cut.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
 use blindjoin_core::Error;
-use blindjoin_core::item::{Item, items_from_records};
-use blindjoin_ot::base;
-use blindjoin_psi::protocols;
+use blindjoin_core::item::items_from_records;
+use blindjoin_psi::protocol::Sizes;
 use blindjoin_psi::protocols::cm20;
-use blindjoin_psi::{Protocol, ReceiverOutput, RunOptions, SenderOutput};
-use blindjoin_testkit::{Attack, Tamper, Target, oracle, rng, run_two_party, sets_with_overlap};
+use blindjoin_psi::{Party, Protocol};
+use blindjoin_testkit::{Attack, Target, oracle, sets_with_overlap};
+use common::{Outcome, assert_malformed, assert_subset, real};
 
-type Results = (
-    blindjoin_core::Result<ReceiverOutput>,
-    blindjoin_core::Result<SenderOutput>,
-);
-
-static P: &Protocol = &protocols::cm20::PROTOCOL;
-
-fn run(recv: &[Item], send: &[Item]) -> Results {
-    let o = RunOptions::default();
-    run_two_party(
-        |ch| P.receive(ch, recv, &o, &mut rng(1)),
-        |ch| P.send(ch, send, &o, &mut rng(2)),
-    )
-}
+static P: &Protocol = &cm20::PROTOCOL;
 
 #[test]
 fn exact_indices() {
@@ -52,99 +40,38 @@ fn result_does_not_depend_on_the_thread_count() {
             .num_threads(threads)
             .build()
             .unwrap();
-        let (ro, so) = pool.install(|| run(&ri, &si));
+        let o = common::fast();
+        let (ro, so) = pool.install(|| common::run(P, &ri, &si, &o, &o));
         so.unwrap();
         assert_eq!(ro.unwrap().indices, expected, "{threads} threads");
     }
 }
 
 #[test]
-fn metered_bytes_match_the_formula() {
-    // n_R = 300, n_S = 500: m = 512, tags of 40 + ⌈log2(150000)⌉ = 58 bits = 8 bytes.
-    let (r, s) = sets_with_overlap(300, 500, 100, 9);
-    let (ri, si) = (items_from_records(&r), items_from_records(&s));
-    let (indices, rt, st) = common::metered(P, &ri, &si);
-    assert_eq!(indices.len(), 100);
-    let (m, tag_bits, tag_len) = (512u64, 58u64, 8u64);
-    let w = u64::from(cm20::width(128, 40, m, 300, 500).unwrap());
-    assert!((128..400).contains(&w), "w = {w}");
-    // Receiver: hello and verdict, Setup {m, w, ℓ2} (postcard varints), the base-OT point S,
-    // the PRF key, one frame of m/8 bytes per Δ column.
-    let setup = common::varint_len(m) + common::varint_len(w) + common::varint_len(tag_bits);
-    let rest = (setup + 4) + (32 + 4) + (16 + 4) + w * (m / 8 + 4);
-    let hello = rt.bytes_sent - rest;
-    assert!(hello < 600, "hello and verdict are {hello} bytes");
-    // Sender: hello and verdict (same length), the w base-OT points R_j in one frame, 500 tags
-    // in one frame.
-    assert_eq!(st.bytes_sent, hello + (32 * w + 4) + (tag_len * 500 + 4));
-    assert_eq!(rt.frames_sent, 2 + 1 + 1 + 1 + w);
-    assert_eq!(st.frames_sent, 2 + 1 + 1);
+fn communication_at_table_2_size() {
+    // CM20 Table 2 at n = 2^20 (d = 128, σ = 40, w = 621): 87.6 "MB" in total, i.e. MiB
+    // (91.86·10^6 bytes). Ours, from the formula the traffic tests check against real runs:
+    // w·m/8 bytes of Δ, 10-byte values (ℓ2 = 80 bits), the base OTs and framing: 91.9·10^6
+    // bytes, within 0.1 % of the paper's.
+    let n = 1u64 << 20;
+    let traffic = (P.traffic)(&Sizes::new(n, n)).unwrap();
+    let total: u64 = traffic.iter().map(|(_, b)| b).sum();
+    let bytes = |name: &str| traffic.iter().find(|(m, _)| *m == name).unwrap().1;
+    assert_eq!(bytes(cm20::MSG_DELTA), 621 * ((n / 8) + 4));
+    assert_eq!(bytes(cm20::MSG_TAGS), 10 * n + 64 * 4);
+    assert!((91_800_000..92_000_000).contains(&total), "{total}");
+    let paper_mib = 87.6;
+    let ratio = total as f64 / (paper_mib * f64::from(1u32 << 20));
+    assert!((1.0..1.001).contains(&ratio), "{ratio}");
 }
 
-#[test]
-fn table_2_communication_at_2_pow_20() {
-    // The formula of the test above at n = 2^20 (CM20 Table 2: 87.6 MiB in total): below
-    // 92 MB with every byte counted but the handshake.
-    let (n, m, w, tag_len) = (1u64 << 20, 1u64 << 20, 621u64, 10u64);
-    assert_eq!(cm20::width(128, 40, m, n, n), Some(w as u32));
-    let recv = (3 + 4) + (32 + 4) + (16 + 4) + w * (m / 8 + 4);
-    let send = (32 * w + 4) + tag_len * n + 64 * 4;
-    assert!(recv + send < 92_000_000 - 1000, "{}", recv + send);
+fn attack_receiver(target: Target, attack: Attack) -> (Outcome, Vec<usize>) {
+    common::attacked(P, Party::Receiver, target, attack, &real())
 }
 
-fn small_sets() -> (Vec<Item>, Vec<Item>, Vec<usize>) {
-    let (r, s) = sets_with_overlap(50, 60, 20, 7);
-    let expected = oracle(&r, &s);
-    (items_from_records(&r), items_from_records(&s), expected)
+fn attack_sender(target: Target, attack: Attack) -> (Outcome, Vec<usize>) {
+    common::attacked(P, Party::Sender, target, attack, &real())
 }
-
-/// Runs with the receiver's `target` frame attacked.
-fn attack_receiver(target: Target, attack: Attack) -> (Results, Vec<usize>) {
-    let (r, s, expected) = small_sets();
-    let o = RunOptions::default();
-    let res = run_two_party(
-        |ch| {
-            let mut t = Tamper::new(ch, target, attack);
-            let out = P.receive(&mut t, &r, &o, &mut rng(1));
-            assert!(t.applied(), "{target:?} was never sent");
-            out
-        },
-        |ch| P.send(ch, &s, &o, &mut rng(2)),
-    );
-    (res, expected)
-}
-
-/// Runs with the sender's `target` frame attacked.
-fn attack_sender(target: Target, attack: Attack) -> (Results, Vec<usize>) {
-    let (r, s, expected) = small_sets();
-    let o = RunOptions::default();
-    let res = run_two_party(
-        |ch| P.receive(ch, &r, &o, &mut rng(1)),
-        |ch| {
-            let mut t = Tamper::new(ch, target, attack);
-            let out = P.send(&mut t, &s, &o, &mut rng(2));
-            assert!(t.applied(), "{target:?} was never sent");
-            out
-        },
-    );
-    (res, expected)
-}
-
-fn assert_malformed(e: &Error) {
-    assert!(
-        matches!(e, Error::Malformed { .. } | Error::FrameTooLong { .. }),
-        "expected a malformed-message error, got: {e}"
-    );
-}
-
-fn assert_subset(got: &[usize], expected: &[usize]) {
-    assert!(
-        got.iter().all(|i| expected.contains(i)),
-        "{got:?} is not a subset of {expected:?}"
-    );
-}
-
-// At m = 128 every Δ column is one frame of 16 bytes.
 
 #[test]
 fn setup_mismatch_names_the_field() {
@@ -162,27 +89,13 @@ fn setup_mismatch_names_the_field() {
     assert!(ro.is_err());
     // Setup is 5 bytes (m and w take two each); the last is ℓ2 = 40 + ⌈log2(3000)⌉ = 52.
     let ((_, so), _) = attack_receiver(Target::first(cm20::MSG_SETUP), Attack::FlipBit(4));
-    match so.unwrap_err() {
-        Error::ParamMismatch { field, .. } => assert_eq!(field, "tag_bits"),
-        e => panic!("{e}"),
-    }
-    // A garbled Setup is malformed.
-    let ((_, so), _) = attack_receiver(Target::first(cm20::MSG_SETUP), Attack::Extend(vec![1]));
-    assert_malformed(&so.unwrap_err());
+    assert_eq!(common::field_of(&so.unwrap_err()), Some("tag_bits"));
 }
 
 #[test]
-fn bad_prf_key_frame_is_refused() {
-    let ((ro, so), _) = attack_receiver(Target::first(cm20::MSG_KEY), Attack::Truncate(15));
-    assert_malformed(&so.unwrap_err());
-    assert!(ro.is_err());
-    let ((_, so), _) = attack_receiver(Target::first(cm20::MSG_KEY), Attack::Extend(vec![0]));
-    assert_malformed(&so.unwrap_err());
-}
-
-#[test]
-fn truncated_or_overlong_delta_column_is_refused() {
-    for frame in [0, 4] {
+fn later_delta_columns_cut_or_lengthened_are_refused() {
+    // At m = 128 every Δ column is one frame of 16 bytes.
+    for frame in [1, 4] {
         for attack in [
             Attack::Truncate(15),
             Attack::Truncate(0),
@@ -196,6 +109,8 @@ fn truncated_or_overlong_delta_column_is_refused() {
             assert!(ro.is_err(), "{attack:?}");
         }
     }
+    let ((_, so), _) = attack_receiver(Target::frame(cm20::MSG_DELTA, 15), Attack::HangUp);
+    assert!(matches!(so.unwrap_err(), Error::PeerClosed { .. }));
 }
 
 #[test]
@@ -206,21 +121,15 @@ fn flipped_delta_bit_gives_a_subset() {
         let ((ro, so), expected) =
             attack_receiver(Target::frame(cm20::MSG_DELTA, frame), Attack::FlipBit(at));
         so.unwrap();
-        assert_subset(&ro.unwrap().indices, &expected);
+        assert_subset(&ro.unwrap().indices, &expected, 1);
     }
 }
 
 #[test]
-fn truncated_or_overlong_tags_are_refused() {
-    // 60 tags of 40 + ⌈log2(3000)⌉ = 52 bits = 7 bytes in one frame; cut inside the sixth.
-    let ((ro, so), _) = attack_sender(Target::first(cm20::MSG_TAGS), Attack::Truncate(7 * 5 + 3));
-    assert_malformed(&ro.unwrap_err());
-    so.unwrap();
-    // Whole tags missing: the receiver waits for the rest and finds the sender gone.
+fn whole_tags_missing_leave_the_receiver_waiting_for_a_closed_peer() {
+    // 60 tags of 40 + ⌈log2(3000)⌉ = 52 bits = 7 bytes in one frame; five whole tags sent.
     let ((ro, _), _) = attack_sender(Target::first(cm20::MSG_TAGS), Attack::Truncate(7 * 5));
     assert!(matches!(ro.unwrap_err(), Error::PeerClosed { .. }));
-    let ((ro, _), _) = attack_sender(Target::first(cm20::MSG_TAGS), Attack::Extend(vec![0; 7]));
-    assert_malformed(&ro.unwrap_err());
 }
 
 #[test]
@@ -229,42 +138,6 @@ fn flipped_tag_bit_gives_a_subset() {
         let ((ro, so), expected) =
             attack_sender(Target::first(cm20::MSG_TAGS), Attack::FlipBit(at));
         so.unwrap();
-        let got = ro.unwrap().indices;
-        assert_subset(&got, &expected);
-        assert!(got.len() + 1 >= expected.len());
+        assert_subset(&ro.unwrap().indices, &expected, 1);
     }
-}
-
-#[test]
-fn bad_base_ot_points_are_refused() {
-    let ((ro, so), _) = attack_sender(
-        Target::first(base::MSG_RECEIVER_POINTS),
-        Attack::Truncate(31),
-    );
-    assert_malformed(&ro.unwrap_err());
-    assert!(so.is_err());
-    let ((ro, so), _) =
-        attack_receiver(Target::first(base::MSG_SENDER_POINT), Attack::Truncate(31));
-    assert_malformed(&so.unwrap_err());
-    assert!(ro.is_err());
-}
-
-#[test]
-fn hang_ups_are_errors_on_both_sides() {
-    for target in [
-        Target::first(cm20::MSG_SETUP),
-        Target::first(base::MSG_SENDER_POINT),
-        Target::first(cm20::MSG_KEY),
-        Target::frame(cm20::MSG_DELTA, 0),
-        Target::frame(cm20::MSG_DELTA, 15),
-    ] {
-        let frame = target;
-        let ((ro, so), _) = attack_receiver(target, Attack::HangUp);
-        assert!(ro.is_err(), "{frame:?}");
-        let e = so.unwrap_err();
-        assert!(matches!(e, Error::PeerClosed { .. }), "{frame:?}: {e}");
-    }
-    let ((ro, so), _) = attack_sender(Target::first(cm20::MSG_TAGS), Attack::HangUp);
-    assert!(matches!(ro.unwrap_err(), Error::PeerClosed { .. }));
-    assert!(so.is_err());
 }

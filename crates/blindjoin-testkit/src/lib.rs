@@ -108,6 +108,8 @@ pub enum Attack {
     FlipBit(usize),
     /// Keep only the first `n` bytes.
     Truncate(usize),
+    /// Drop the last `n` bytes (all of them if the frame is shorter).
+    DropTail(usize),
     /// Append these bytes.
     Extend(Vec<u8>),
     /// Send these bytes instead.
@@ -209,6 +211,7 @@ fn tampered_send(
             tx.send(msg, &f)
         }
         Attack::Truncate(n) => tx.send(msg, &frame[..(*n).min(frame.len())]),
+        Attack::DropTail(n) => tx.send(msg, &frame[..frame.len().saturating_sub(*n)]),
         Attack::Extend(extra) => {
             let mut f = frame.to_vec();
             f.extend_from_slice(extra);

@@ -48,8 +48,8 @@
 //! λ ≈ a_n·e + b_n, with a_n and b_n shaped like the normal CDF in log2 n
 //! ([`kkrt_bin_factor`] has the formula). The constants (123.5, 6.3, 2.3; −130, 6.45, 2.18)
 //! are those of osu-crypto's cryptoTools, `CuckooIndex::selectParams`, which implements this
-//! fit for stash-less three-hash tables; the paper's text is not in `../shared/papers/`, so
-//! they were checked against that implementation only. At λ = 40 the fit gives
+//! fit for stash-less three-hash tables; they were checked against that implementation, not
+//! against the paper's text. At λ = 40 the fit gives
 //!
 //! | n | 2^8 | 2^12 | 2^16 | 2^20 | 2^24 |
 //! | --- | --- | --- | --- | --- | --- |
@@ -154,7 +154,7 @@
 //! # References
 //!
 //! - PSZ14: Pinkas, Schneider, Zohner, "Scalable Private Set Intersection Based on OT
-//!   Extension" (USENIX Security 2014, journal version; `../shared/papers/`), §6.1, §6.2, §7,
+//!   Extension" (USENIX Security 2014, full version), §6.1, §6.2, §7,
 //!   App. E, Tables 4 and 10.
 //! - KMW: Kirsch, Mitzenmacher, Wieder, "More Robust Hashing: Cuckoo Hashing with a Stash",
 //!   ESA 2008 (PSZ14's \[36\]).

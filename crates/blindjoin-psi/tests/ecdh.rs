@@ -1,0 +1,48 @@
+//! `ecdh` over an in-memory channel: exact intersection indices against a `HashSet` oracle, and
+//! invalid Ristretto255 encodings from either side refused naming the element.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use blindjoin_psi::protocols::ecdh;
+use blindjoin_psi::{Party, Protocol};
+use blindjoin_testkit::{Attack, Target};
+use common::{assert_malformed, real};
+
+static P: &Protocol = &ecdh::PROTOCOL;
+
+#[test]
+fn exact_indices() {
+    // Several point frames (2^14 points each) with a partial last one.
+    common::exact_suite(P, &[(40_000, 20_001, 12_345)], 100);
+}
+
+#[test]
+fn invalid_point_from_sender_is_malformed() {
+    // Flipping bit 0 of a Ristretto255 encoding makes it non-canonical ("negative"), which must
+    // not decode.
+    let target = Target::first(ecdh::MSG_SENDER_POINTS);
+    let ((ro, _), _) = common::attacked(P, Party::Sender, target, Attack::FlipBit(32 * 5), &real());
+    let e = ro.unwrap_err();
+    assert_malformed(&e);
+    assert!(e.to_string().contains("element 5"), "{e}");
+}
+
+#[test]
+fn invalid_point_from_receiver_is_malformed() {
+    let target = Target::first(ecdh::MSG_RECEIVER_POINTS);
+    let ((_, so), _) = common::attacked(P, Party::Receiver, target, Attack::FlipBit(0), &real());
+    let e = so.unwrap_err();
+    assert_malformed(&e);
+    assert!(e.to_string().contains("element 0"), "{e}");
+}
+
+#[test]
+fn flipped_tag_bit_gives_a_subset() {
+    // A semi-honest protocol cannot detect a wrong tag, but it must still finish cleanly.
+    let target = Target::first(ecdh::MSG_TAGS);
+    let ((ro, so), expected) =
+        common::attacked(P, Party::Sender, target, Attack::FlipBit(0), &real());
+    so.unwrap();
+    common::assert_subset(&ro.unwrap().indices, &expected, 1);
+}
