@@ -98,6 +98,8 @@ pub fn items_of(keys: &[Vec<u8>]) -> Vec<Item> {
 /// Runs one party on a file (see the module doc) and returns its report. The receiver's output
 /// file is written only after the protocol succeeded, atomically.
 pub fn run_file_party(p: FileParty<'_>) -> CliResult<(RunReport, Table, Option<Vec<usize>>)> {
+    // Parameters the protocol would refuse are refused before reading or connecting.
+    blindjoin_psi::check_security(p.protocol, &p.opts)?;
     let start = Instant::now();
     let mut phases = Vec::new();
     let table = read_table(&InputSpec {

@@ -206,6 +206,150 @@ fn sender_listens_receiver_connects_on_plain_lines_with_trim() {
     }
 }
 
+/// The registry as `blindjoin protocols --json` prints it.
+fn registry_json() -> Vec<serde_json::Value> {
+    let out = run(&["protocols", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v.as_array().unwrap().clone()
+}
+
+#[test]
+fn protocols_json_lists_the_registry() {
+    let json = registry_json();
+    let ours = blindjoin_psi::protocols::ALL;
+    assert_eq!(json.len(), ours.len());
+    for (j, p) in json.iter().zip(ours) {
+        assert_eq!(j["name"], p.name);
+        assert_eq!(j["summary"], p.summary);
+        assert_eq!(
+            j["security"],
+            serde_json::to_value(p.security).unwrap(),
+            "{p}"
+        );
+        assert_eq!(j["assumptions"], p.assumptions);
+        let refs = j["references"].as_array().unwrap();
+        assert_eq!(refs.len(), p.references.len());
+        for (r, q) in refs.iter().zip(p.references) {
+            for (k, v) in [
+                ("tag", q.tag),
+                ("authors", q.authors),
+                ("title", q.title),
+                ("venue", q.venue),
+                ("part", q.part),
+            ] {
+                assert_eq!(r[k], v, "{p} {k}");
+            }
+        }
+        assert_eq!(j["flights"], p.flights);
+        let flow: Vec<&str> = j["flow"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(flow, p.flow.iter().map(|m| m.name).collect::<Vec<_>>());
+        for (k, v) in (p.params)(128, 40) {
+            assert_eq!(j["params"][&k], v.as_str(), "{p} {k}");
+        }
+        assert_eq!(j["roles"][0]["party"], "receiver");
+        assert_eq!(j["roles"][1]["party"], "sender");
+    }
+    let models: Vec<&str> = json
+        .iter()
+        .map(|j| j["security"]["model"].as_str().unwrap())
+        .collect();
+    assert!(
+        models.contains(&"insecure") && models.contains(&"semi-honest"),
+        "{models:?}"
+    );
+}
+
+#[test]
+fn every_registered_protocol_writes_the_exact_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, out) = (
+        dir.path().join("a.csv"),
+        dir.path().join("b.csv"),
+        dir.path().join("m.csv"),
+    );
+    // A BOM, CRLF, a quoted field with a comma, an empty key (never matches), keys that repeat
+    // after normalisation (every row of a matched key is written), a key only on one side.
+    std::fs::write(
+        &a,
+        "\u{feff}id,email,note\r\n1,Alice@X.org,first\r\n2,bob@y.org,\r\n3,,empty key\r\n\
+         4,alice@x.org,repeats 1\r\n5,\"carol@z.org\",\"quoted, comma\"\r\n6,dave@w.org,only here\r\n\
+         7, BOB@y.org ,repeats 2\r\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &b,
+        "\u{feff}email,id\nalice@x.org,9\ncarol@z.org,8\n,7\nerin@v.org,6\nALICE@x.org ,5\n",
+    )
+    .unwrap();
+    let expected = [
+        ["1", "Alice@X.org", "first"],
+        ["4", "alice@x.org", "repeats 1"],
+        ["5", "carol@z.org", "quoted, comma"],
+    ];
+    let names: Vec<String> = registry_json()
+        .iter()
+        .map(|j| j["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names.len(), blindjoin_psi::protocols::ALL.len());
+    for name in &names {
+        let _ = std::fs::remove_file(&out);
+        let json = dir.path().join(format!("{name}.json"));
+        let common = [
+            "--column",
+            "email",
+            "--normalize",
+            "email",
+            "--protocol",
+            name,
+            "--insecure",
+        ];
+        let mut rargs = vec![
+            "receive",
+            "--input",
+            s(&a),
+            "--output",
+            s(&out),
+            "--json",
+            s(&json),
+        ];
+        rargs.extend(common);
+        let (recv, addr, err) = spawn_listener(&rargs);
+        let mut sargs = vec!["send", "--connect", &addr, "--input", s(&b)];
+        sargs.extend(common);
+        let send = run(&sargs);
+        assert!(
+            send.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&send.stderr)
+        );
+        let (ok, rerr) = finish(recv, err);
+        assert!(ok, "{name}: {rerr}");
+        let (header, rows) = read_csv(&out);
+        assert_eq!(header, ["id", "email", "note"], "{name}");
+        assert_eq!(rows, expected, "{name}");
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(report["protocol"], name.as_str());
+        assert_eq!(report["input"]["rows"], 7, "{name}");
+        assert_eq!(report["input"]["distinct_keys"], 4, "{name}");
+        assert_eq!(report["input"]["empty_keys"], 1, "{name}");
+        assert_eq!(report["input"]["duplicate_rows"], 2, "{name}");
+        assert_eq!(report["peer_set_size"], 3, "{name}");
+        assert_eq!(report["intersection"]["distinct_keys"], 2, "{name}");
+        assert_eq!(report["intersection"]["rows"], 3, "{name}");
+    }
+}
+
 fn assert_one_line_error(out: &Output, needles: &[&str]) {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -264,6 +408,11 @@ fn bad_inputs_fail_with_one_line_before_connecting() {
         "naive",
     ]);
     assert_one_line_error(&run(&args), &["insecure", "--insecure"]);
+
+    // λ below 40 without consent, refused before connecting.
+    let mut args = base.to_vec();
+    args.extend(["--input", s(&csv), "--column", "email", "--lambda", "20"]);
+    assert_one_line_error(&run(&args), &["`lambda`", "below 40", "--allow-weak"]);
     assert!(!out.exists());
 }
 

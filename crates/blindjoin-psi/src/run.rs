@@ -154,8 +154,8 @@ pub fn check_security(p: &Protocol, opts: &RunOptions) -> Result<()> {
         return Err(Error::InvalidParam {
             field: "lambda",
             reason: format!(
-                "λ = {} is below {MIN_LAMBDA}: a false match or a failed run then has \
-                 probability up to 2^-{}; allow weak parameters explicitly to run anyway",
+                "λ = {} is below {MIN_LAMBDA} (false matches and failed runs up to 2^-{}); \
+                 allow weak parameters (--allow-weak) to run anyway",
                 opts.lambda, opts.lambda
             ),
         });
