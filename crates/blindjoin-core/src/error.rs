@@ -75,10 +75,36 @@ pub enum Error {
     /// The peer's messages fail a consistency check of the protocol (a cheating or broken peer).
     #[error("the peer failed a protocol check: {0}")]
     CheckFailed(String),
-    /// A hashing structure could not hold the items (e.g. Cuckoo hashing found no placement),
-    /// an event whose probability the protocol's parameters bound by 2^-λ.
-    #[error("{0}; this happens with probability at most 2^-λ, so please report it")]
+    /// A hashing structure could not hold the items (e.g. Cuckoo hashing found no placement);
+    /// the message states the probability the parameters give this event.
+    #[error("{0}")]
     HashingFailed(String),
+}
+
+/// The longest text from the peer an error message quotes, in characters.
+pub const MAX_PEER_TEXT: usize = 200;
+
+/// Text the peer sent, made safe to print in an error or a log line: control characters (line
+/// breaks, terminal escape sequences) and invisible formatting characters (bidirectional
+/// overrides, zero-width characters) are shown escaped (`\u{1b}`), and text longer than
+/// [`MAX_PEER_TEXT`] characters is cut with an ellipsis. A peer therefore cannot forge log
+/// lines, move the cursor or hide text in our output.
+pub fn peer_text(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i == MAX_PEER_TEXT {
+            out.push('…');
+            break;
+        }
+        let invisible = matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{2069}' | '\u{feff}');
+        if c.is_control() || invisible {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 impl Error {
@@ -96,5 +122,23 @@ impl Error {
             message,
             reason: reason.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_text_escapes_what_could_fool_a_reader() {
+        assert_eq!(peer_text("ecdh"), "ecdh");
+        assert_eq!(peer_text("λ = 40, ü"), "λ = 40, ü");
+        assert_eq!(peer_text("a\nb"), "a\\u{a}b");
+        assert_eq!(peer_text("\u{1b}[2J"), "\\u{1b}[2J");
+        assert_eq!(peer_text("x\u{202e}y\u{200b}"), "x\\u{202e}y\\u{200b}");
+        let long = "z".repeat(MAX_PEER_TEXT + 50);
+        let cut = peer_text(&long);
+        assert_eq!(cut.chars().count(), MAX_PEER_TEXT + 1);
+        assert!(cut.ends_with('…'));
     }
 }

@@ -25,6 +25,7 @@
 //! worthless in another.
 
 use crate::channel::{Channel, FrameReceiver, FrameSender, recv_msg, send_msg};
+use crate::error::peer_text;
 use crate::item::{domain_hasher, update_prefixed};
 use crate::{Block, Error, Result};
 use rand::CryptoRng;
@@ -230,7 +231,11 @@ fn mismatch(field: &str, ours: impl fmt::Display, peer: impl fmt::Display) -> Er
 
 fn compare(cfg: &SessionConfig, ours: &Hello, peer: &Hello) -> Result<()> {
     if ours.protocol != peer.protocol {
-        return Err(mismatch("protocol", &ours.protocol, &peer.protocol));
+        return Err(mismatch(
+            "protocol",
+            &ours.protocol,
+            peer_text(&peer.protocol),
+        ));
     }
     if ours.role == peer.role {
         return Err(mismatch(
@@ -264,8 +269,9 @@ fn compare(cfg: &SessionConfig, ours: &Hello, peer: &Hello) -> Result<()> {
     for name in a.keys().chain(b.keys()) {
         let (x, y) = (a.get(name), b.get(name));
         if x != y {
-            let show = |v: Option<&&str>| v.map_or("<absent>".to_owned(), |s| (*s).to_owned());
-            return Err(mismatch(name, show(x), show(y)));
+            // The name and the peer's value are the peer's text.
+            let show = |v: Option<&&str>| v.map_or("<absent>".to_owned(), |s| peer_text(s));
+            return Err(mismatch(&peer_text(name), show(x), show(y)));
         }
     }
     let peer_role = peer.role.to_string();
@@ -326,7 +332,7 @@ pub fn handshake<C: Channel + ?Sized>(
     // still ours to read, and it is the better explanation than the failed send.
     let sent = send_msg(ch, MSG_VERDICT, &None::<String>);
     match recv_msg::<Option<String>>(ch, MSG_VERDICT, MAX_HELLO_LEN)? {
-        Some(reason) => return Err(Error::PeerRefused(reason)),
+        Some(reason) => return Err(Error::PeerRefused(peer_text(&reason))),
         None => sent?,
     }
 

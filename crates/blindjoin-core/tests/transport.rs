@@ -8,8 +8,8 @@ use blindjoin_core::channel::{BulkReader, FrameReceiver, FrameSender, recv_msg, 
 
 /// The message name of the frames these tests send.
 const MSG: &str = "a test frame";
-use blindjoin_core::handshake::{Role, Session, SessionConfig, handshake};
-use blindjoin_testkit::{rng, run_two_party};
+use blindjoin_core::handshake::{MSG_VERDICT, Role, Session, SessionConfig, handshake};
+use blindjoin_testkit::{Attack, Tamper, Target, rng, run_two_party};
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
@@ -280,6 +280,42 @@ fn every_field_mismatch_is_named_on_both_sides_with_both_values() {
             (field.into(), changed.into(), base.into())
         );
     }
+}
+
+#[test]
+fn peer_text_in_errors_is_escaped() {
+    // A sender whose protocol name, parameter name or value carries a line break, a terminal
+    // escape sequence and a right-to-left override: the receiver's error shows them escaped, on
+    // one line.
+    let evil = "x\n\u{1b}[31mFAKE\u{202e}";
+    let check = |e: &Error| {
+        let e = e.to_string();
+        assert!(!e.contains(['\n', '\u{1b}', '\u{202e}']), "{e:?}");
+        assert!(e.contains("x\\u{a}\\u{1b}[31mFAKE\\u{202e}"), "{e:?}");
+    };
+    for edit in [
+        |c: &mut SessionConfig, e: &str| c.protocol = e.into(),
+        |c: &mut SessionConfig, e: &str| c.params[0].1 = e.into(),
+        |c: &mut SessionConfig, e: &str| c.params.push((e.into(), "1".into())),
+    ] {
+        let mut s = cfg(Role::Sender, 5);
+        edit(&mut s, evil);
+        let (re, _) = pair(cfg(Role::Receiver, 5), s);
+        check(&re.unwrap_err());
+    }
+    // A verdict that refuses with such a reason.
+    let mut verdict = vec![1u8, evil.len() as u8];
+    verdict.extend_from_slice(evil.as_bytes());
+    let (re, _) = run_two_party(
+        |ch| handshake(ch, &cfg(Role::Receiver, 5), &mut rng(1)),
+        |ch| {
+            let mut t = Tamper::new(ch, Target::first(MSG_VERDICT), Attack::Replace(verdict));
+            handshake(&mut t, &cfg(Role::Sender, 5), &mut rng(2))
+        },
+    );
+    let e = re.unwrap_err();
+    assert!(matches!(e, Error::PeerRefused(_)), "{e}");
+    check(&e);
 }
 
 #[test]

@@ -261,6 +261,7 @@ impl CuckooTable {
             bins: self.bins.len(),
             stash: self.params.stash_size(),
             homeless: cur,
+            bound: self.params.failure(),
         })
     }
 
@@ -409,6 +410,7 @@ fn choose(hb: &[u32], prev_bin: u32, rng: &mut SplitMix64) -> usize {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+    use crate::hashing::FailureBound;
     use rand::Rng;
 
     /// Every item is in exactly one place, one of its own bins (with the right j) or the stash.
@@ -536,7 +538,9 @@ mod tests {
                     bins,
                     stash,
                     homeless,
+                    bound,
                 }) => {
+                    assert_eq!(bound, FailureBound::Unknown);
                     assert_eq!((i, bins, stash), (n, b, s));
                     assert!((homeless as usize) < n);
                     assert!(
@@ -550,6 +554,69 @@ mod tests {
         }
         // All three outcomes occurred: no stash, some stash, failure.
         assert!(outcomes.iter().all(|&c| c > 20), "{outcomes:?}");
+    }
+
+    #[test]
+    fn a_failure_reports_the_probability_its_parameters_give() {
+        // PSZ's table for 7 items (17 bins, a stash of 4) whose bins all lie in {0, 1}: two
+        // fit, four go to the stash, one is left over. KMW's n^-4 is 2^-11 at n = 7.
+        let params = CuckooParams::psz(7).unwrap();
+        assert_eq!(params.failure(), FailureBound::About { log2: 11 });
+        let hashed =
+            HashedItems::from_raw(2, 17, vec![0, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 1]).unwrap();
+        let e = CuckooTable::from_hashed(&params, hashed).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                HashingError::CuckooFailed {
+                    items: 7,
+                    bins: 17,
+                    stash: 4,
+                    bound: FailureBound::About { log2: 11 },
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let shown = blindjoin_core::Error::from(e).to_string();
+        assert!(
+            shown.contains("about 2^-11") && shown.contains("run again"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("2^-λ") && !shown.contains("2^-40"),
+            "{shown}"
+        );
+        // The bounds of the two parameter sets.
+        assert_eq!(
+            CuckooParams::psz(4).unwrap().failure(),
+            FailureBound::Impossible
+        );
+        assert_eq!(
+            CuckooParams::psz(1 << 10).unwrap().failure(),
+            FailureBound::About { log2: 40 }
+        );
+        assert_eq!(
+            CuckooParams::kkrt(1000, 40).unwrap().failure(),
+            FailureBound::About { log2: 40 }
+        );
+        assert_eq!(
+            CuckooParams::new(2, 10, 0).unwrap().failure(),
+            FailureBound::Unknown
+        );
+        // A large table's failure is reported as a bug to report, with its bound.
+        let e = HashingError::CuckooFailed {
+            items: 1 << 20,
+            bins: 1 << 21,
+            stash: 4,
+            homeless: 3,
+            bound: FailureBound::About { log2: 80 },
+        };
+        let shown = blindjoin_core::Error::from(e).to_string();
+        assert!(
+            shown.contains("about 2^-80") && shown.contains("please report"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub enum HashingError {
     /// and the stash is full (for a stash-less table: the stash has room for nothing).
     #[error(
         "cuckoo hashing failed: {items} items do not fit into {bins} bins and a stash of {stash} \
-         (item {homeless} is left without a place)"
+         (item {homeless} is left without a place); the parameters' failure probability is {bound}"
     )]
     CuckooFailed {
         /// Items being inserted.
@@ -24,6 +24,8 @@ pub enum HashingError {
         /// Index of the item that found no place (not necessarily the one being inserted: the
         /// eviction walk moves items around).
         homeless: u32,
+        /// What the parameters' analysis says about this event.
+        bound: super::FailureBound,
     },
     /// A simple-hashing bin holds more entries than the agreed maximum bin size.
     #[error("simple hashing bin {bin} holds {size} entries, more than the maximum {max}")]
@@ -74,8 +76,18 @@ impl From<HashingError> for blindjoin_core::Error {
             HashingError::InvalidParam { field, reason } => {
                 blindjoin_core::Error::InvalidParam { field, reason }
             }
-            HashingError::CuckooFailed { .. } | HashingError::BinOverflow { .. } => {
-                blindjoin_core::Error::HashingFailed(e.to_string())
+            HashingError::CuckooFailed { bound, .. } => {
+                let advice = match bound {
+                    super::FailureBound::About { log2 } if log2 < 40 => {
+                        "for a set this small that is likely enough to happen: run again (a new \
+                         session hashes differently)"
+                    }
+                    _ => "please report it",
+                };
+                blindjoin_core::Error::HashingFailed(format!("{e}; {advice}"))
+            }
+            HashingError::BinOverflow { .. } => {
+                blindjoin_core::Error::HashingFailed(format!("{e}; please report it"))
             }
         }
     }

@@ -175,8 +175,8 @@ pub use cuckoo::{CuckooEntry, CuckooTable, Location};
 pub use error::HashingError;
 pub use hash::{BinHasher, HashedItems, ItemBins, SLICE_BITS};
 pub use params::{
-    CuckooParams, MAX_LAMBDA, PSZ_EPSILON, PSZ_STASH, default_max_evictions, kkrt_bin_factor,
-    max_bin_size, overflow_log2, psz_dc, psz_max_bin_size, psz_simple_bins,
+    CuckooParams, FailureBound, MAX_LAMBDA, PSZ_EPSILON, PSZ_STASH, default_max_evictions,
+    kkrt_bin_factor, max_bin_size, overflow_log2, psz_dc, psz_max_bin_size, psz_simple_bins,
 };
 pub use simple::{SimpleEntry, SimpleTable};
 

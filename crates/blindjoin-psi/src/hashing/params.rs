@@ -46,27 +46,65 @@ fn bins_from_f64(field: &'static str, x: f64) -> Result<usize, HashingError> {
     Ok((b as usize).max(MIN_BINS))
 }
 
-/// The shape of a Cuckoo table: k hash functions, b bins, a stash of s items, and the bound on
-/// the eviction walk before the breadth-first fallback (see [`super::CuckooTable`]).
+/// What the analysis behind a table's parameters says about the probability that building it
+/// fails (some item finds no place).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailureBound {
+    /// The stash holds every item: building cannot fail.
+    Impossible,
+    /// About 2^-`log2`.
+    About {
+        /// The bound's exponent (rounded down).
+        log2: u32,
+    },
+    /// Explicit parameters without an analysis.
+    Unknown,
+}
+
+impl std::fmt::Display for FailureBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FailureBound::Impossible => f.write_str("0 (the stash holds every item)"),
+            FailureBound::About { log2 } => write!(f, "about 2^-{log2}"),
+            FailureBound::Unknown => f.write_str("not bounded by an analysis"),
+        }
+    }
+}
+
+/// The shape of a Cuckoo table: k hash functions, b bins, a stash of s items, the bound on
+/// the eviction walk before the breadth-first fallback (see [`super::CuckooTable`]), and the
+/// failure probability its analysis gives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CuckooParams {
     num_hashes: usize,
     num_bins: usize,
     stash_size: usize,
     max_evictions: usize,
+    failure: FailureBound,
 }
 
 impl CuckooParams {
     /// PSZ14's parameters for n items: k = 2, b = ⌈2(1+ε)n⌉ with ε = 0.2 (at least
     /// [`MIN_BINS`]), stash s = 4. Failure probability ≈ n^-s (PSZ14 §6.1 and App. E, citing
-    /// KMW): 2^-40 at n = 2^10, 2^-80 at n = 2^20, but *above* 2^-40 for n < 2^10.
+    /// KMW): 2^-40 at n = 2^10, 2^-80 at n = 2^20, but *above* 2^-40 for n < 2^10 (2^-11 at
+    /// n = 7); [`failure`](Self::failure) states it, and a failed build reports it.
     ///
     /// Errors: n > [`MAX_ITEMS`].
     pub fn psz(n: usize) -> Result<Self, HashingError> {
         check_items(n)?;
         // 2(1 + ε)·n = 12n/5, rounded up in integers (2.4 is not exact in f64).
         let bins = (12 * n).div_ceil(5).max(MIN_BINS);
-        CuckooParams::new(2, bins, PSZ_STASH)
+        let failure = if n <= PSZ_STASH {
+            FailureBound::Impossible
+        } else {
+            FailureBound::About {
+                log2: (PSZ_STASH as f64 * (n as f64).log2()).floor() as u32,
+            }
+        };
+        Ok(CuckooParams {
+            failure,
+            ..CuckooParams::new(2, bins, PSZ_STASH)?
+        })
     }
 
     /// The stash-less 3-hash table of KKRT16-style PSI for n items and failure probability
@@ -82,7 +120,15 @@ impl CuckooParams {
         } else {
             bins_from_f64("num_bins", kkrt_bin_factor(n as u64, lambda) * n as f64)?
         };
-        CuckooParams::new(3, bins, 0)
+        let failure = if n == 0 {
+            FailureBound::Impossible
+        } else {
+            FailureBound::About { log2: lambda }
+        };
+        Ok(CuckooParams {
+            failure,
+            ..CuckooParams::new(3, bins, 0)?
+        })
     }
 
     /// Explicit parameters (a protocol that argues its own bound, or a test). The eviction bound
@@ -118,7 +164,13 @@ impl CuckooParams {
             num_bins,
             stash_size,
             max_evictions: default_max_evictions(num_bins),
+            failure: FailureBound::Unknown,
         })
+    }
+
+    /// The failure probability the parameters' analysis gives.
+    pub fn failure(&self) -> FailureBound {
+        self.failure
     }
 
     /// The same table with another bound on the eviction walk (0 means: breadth-first search

@@ -97,6 +97,10 @@
 //! (`join`). Memory is O(n·w) bits for the rows plus the columns of a few spans. The spans of a
 //! batch run in parallel on the rayon pool; the results do not depend on the thread count.
 //!
+//! The sender's choice bits s are secret: it applies Δ_j to every column under a mask derived
+//! from s_j (no branch or memory access depends on s), and s, the base-OT keys and the
+//! columns are wiped when dropped.
+//!
 //! The cost is one random access per (item, column) on each side, n·w ≈ 6.5·10^8 at
 //! n = 2^20, which bounds the running time: at m = 2^20 a column does not fit the L1 cache, and
 //! the receiver's access is a read-modify-write.

@@ -39,7 +39,8 @@ pub fn send<C: Channel + ?Sized>(
     drop(order);
 
     // Fig. 4 step 1: w random OTs with random choice bits s, we are the OT receiver.
-    let s: Vec<bool> = (0..p.w).map(|_| rng.next_u32() & 1 == 1).collect();
+    let s: Zeroizing<Vec<bool>> =
+        Zeroizing::new((0..p.w).map(|_| rng.next_u32() & 1 == 1).collect());
     let keys =
         Zeroizing::new(ChouOrlandiReceiver::default().receive_random(ch, &run.session.id, &s, rng)?);
     let key: PrfKey = recv_msg(ch, MSG_KEY, 16)?;
@@ -148,6 +149,18 @@ fn columns(
     )
 }
 
+/// `words ^= frame` (little-endian 64-bit words) if `bit`, else nothing, in constant time: the
+/// frame is always read and XORed under an all-ones or all-zero mask, so neither a branch nor
+/// the memory traffic depends on the secret choice bit.
+fn xor_if(words: &mut [u64], frame: &[u8], bit: bool) {
+    let mask = 0u64.wrapping_sub(u64::from(std::hint::black_box(bit)));
+    for (w, d) in words.iter_mut().zip(frame.chunks_exact(8)) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(d);
+        *w ^= u64::from_le_bytes(b) & mask;
+    }
+}
+
 /// One column C_j of the sender.
 struct SendColumn {
     words: Vec<u64>,
@@ -214,16 +227,31 @@ impl Slot {
                 w[0] = b.0 as u64;
                 w[1] = (b.0 >> 64) as u64;
             }
-            if s[j] {
-                for (words, frame) in col.words.chunks_mut(words_per_frame).zip(&self.delta[k]) {
-                    for (w, d) in words.iter_mut().zip(frame.chunks_exact(8)) {
-                        let mut b = [0u8; 8];
-                        b.copy_from_slice(d);
-                        *w ^= u64::from_le_bytes(b);
-                    }
-                }
+            for (words, frame) in col.words.chunks_mut(words_per_frame).zip(&self.delta[k]) {
+                xor_if(words, frame, s[j]);
             }
         }
         matrix::gather(p, prf, z, span.first, cols, rows, &mut self.buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xor_if_applies_the_frame_exactly_when_the_bit_is_set() {
+        let frame: Vec<u8> = (0..32u8).collect();
+        let base = [1u64, 2, 3, 4];
+        let mut on = base;
+        xor_if(&mut on, &frame, true);
+        for (k, w) in on.iter().enumerate() {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&frame[8 * k..8 * k + 8]);
+            assert_eq!(*w, base[k] ^ u64::from_le_bytes(b));
+        }
+        let mut off = base;
+        xor_if(&mut off, &frame, false);
+        assert_eq!(off, base);
     }
 }

@@ -16,6 +16,7 @@ use blindjoin_ot::base::ChouOrlandiSender;
 use blindjoin_ot::ext::kk13::Kk13Receiver;
 use rand::CryptoRng;
 use rayon::prelude::*;
+use zeroize::Zeroizing;
 
 /// Most own masks of one hash function for which the receiver looks the sender's masks up by
 /// binary search instead of sorting them (2^16 masks: 2 MiB, within the cache).
@@ -99,8 +100,10 @@ pub fn receive<C: Channel + ?Sized>(
     let mut own: [Vec<(u128, u32)>; HASHES] = Default::default();
     let mut stash_own: [Option<(u128, u32)>; STASH] = [None; STASH];
     let total = p.virtual_bins();
-    let (mut choices, mut rand_bytes, mut out, mut sums) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // The choices (blocks of our items' short values), the OT outputs and their sums are wiped
+    // when dropped.
+    let (mut choices, mut rand_bytes) = (Zeroizing::new(Vec::new()), Zeroizing::new(Vec::new()));
+    let (mut out, mut sums) = (Zeroizing::new(Vec::new()), Zeroizing::new(Vec::new()));
     let mut cursor = 0usize;
     let mut lo = 0usize;
     while lo < total {
@@ -129,7 +132,7 @@ pub fn receive<C: Channel + ?Sized>(
             out[at..at + tb].iter().fold(Block::ZERO, |a, b| a ^ *b)
         }));
         hmask.tccr_hash_with(&mut sums, |k| u128::from(here[k].vbin));
-        for (o, s) in here.iter().zip(&sums) {
+        for (o, s) in here.iter().zip(sums.iter()) {
             let bytes = s.to_bytes();
             if (o.vbin as usize) < p.bins {
                 let tag = tag_from_bytes(&bytes[..p.bin_mask_len]);

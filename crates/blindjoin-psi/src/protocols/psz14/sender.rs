@@ -18,6 +18,7 @@ use blindjoin_ot::ext::kk13::Kk13Sender;
 use rand::CryptoRng;
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
+use zeroize::Zeroizing;
 
 /// Messages per 1-out-of-256 OT.
 const N: usize = 1 << super::ETA;
@@ -119,12 +120,13 @@ pub fn send<C: Channel + ?Sized>(
     let (tb, l2) = (p.blocks, p.bin_mask_len);
     let hmask = mask_aes(&run.session);
     let mut sets = [vec![0u8; items.len() * l2], vec![0u8; items.len() * l2]];
-    // All 256 outputs of each stash OT: stash_out[(k·t + i)·N + w].
-    let mut stash_out = vec![Block::ZERO; STASH * tb * N];
+    // All 256 outputs of each stash OT: stash_out[(k·t + i)·N + w]. OT outputs and their sums
+    // are wiped when dropped.
+    let mut stash_out = Zeroizing::new(vec![Block::ZERO; STASH * tb * N]);
     let total = p.virtual_bins();
     let offsets = table.offsets();
-    let (mut queries, mut tweaks, mut out, mut sums) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut queries, mut tweaks) = (Vec::new(), Vec::new());
+    let (mut out, mut sums) = (Zeroizing::new(Vec::new()), Zeroizing::new(Vec::new()));
     let mut lo = 0usize;
     while lo < total {
         let hi = (lo + p.chunk).min(total);
@@ -168,7 +170,7 @@ pub fn send<C: Channel + ?Sized>(
                 }
                 hmask.tccr_hash_with(s, |k| u128::from(tw[k]));
             });
-        for (en, v) in here.iter().zip(&sums) {
+        for (en, v) in here.iter().zip(sums.iter()) {
             let (j, pos) = ((en.slot >> 31) as usize, (en.slot & SLOT_MASK) as usize);
             sets[j][pos * l2..(pos + 1) * l2].copy_from_slice(&v.to_bytes()[..l2]);
         }
@@ -211,7 +213,7 @@ pub fn send<C: Channel + ?Sized>(
             }));
             hmask.tccr_hash_with(&mut sums, |_| tweak);
             frame.clear();
-            for v in &sums {
+            for v in sums.iter() {
                 frame.extend_from_slice(&v.to_bytes()[..l1]);
             }
             ch.send(MSG_STASH_MASKS, &frame)?;
