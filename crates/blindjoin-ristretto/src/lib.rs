@@ -1,21 +1,30 @@
-//! Batched Ristretto255 hash-to-group and re-blinding with one secret scalar: eight points per
-//! AVX-512 IFMA instruction stream.
+//! blindjoin-ristretto: Ristretto255 scalar multiplication of many points by *one* secret
+//! scalar k, eight points per AVX-512 IFMA instruction stream, bit-exact with curve25519-dalek.
 //!
-//! The ECDH protocol multiplies *many* points by the *same* secret scalar k. dalek computes each
-//! `k·P` on its own, with the 4-way parallelism of its IFMA backend spread over the coordinates
-//! of one point, and its Elligator map, decoding and encoding in serial 64-bit arithmetic. This
-//! module instead runs eight independent points in the eight 64-bit lanes of AVX-512 vectors:
-//! since k is shared, the control flow (and the table index chosen for each digit of k) is the
-//! same in every lane, so nothing needs shuffling between lanes.
+//! # What it computes
 //!
 //! - [`hash_mul_compress`]: for each 64-byte uniform string `u`,
-//!   `compress(k · RistrettoPoint::from_uniform_bytes(u))`.
-//! - [`decompress_mul_compress`]: for each 32-byte encoding, `compress(k · decompress(P))`, or
-//!   the index of the first string that is not a valid encoding.
+//!   `compress(k · RistrettoPoint::from_uniform_bytes(u))` (RFC 9496 §4.3.4, then §4.3.2).
+//! - [`decompress_mul_compress`]: for each 32-byte string, `compress(k · decompress(P))`
+//!   (RFC 9496 §4.3.1), or the index of the first string that is not a valid encoding.
 //!
-//! Both give exactly dalek's bytes. They pick the eight-lane engine at run time when the CPU
-//! has AVX-512F, AVX-512 IFMA, AVX-512VL and AVX-512DQ (every IFMA CPU so far has all four),
-//! and fall back to dalek's own functions otherwise.
+//! Each gives exactly the bytes dalek gives for the same inputs, so parties on CPUs with and
+//! without IFMA interoperate.
+//!
+//! # Chosen at run time
+//!
+//! Every entry point checks once per process ([`simd_available`]) whether the CPU has
+//! AVX-512F, AVX-512 IFMA, AVX-512VL and AVX-512DQ (every IFMA CPU so far has all four) and
+//! then runs the eight-lane engine; otherwise, and on other architectures, it runs dalek's own
+//! functions point by point.
+//!
+//! # Why eight lanes
+//!
+//! dalek computes each `k·P` on its own, with the 4-way parallelism of its IFMA backend spread
+//! over the coordinates of one point, and its Elligator map, decoding and encoding in serial
+//! 64-bit arithmetic. This crate instead runs eight independent points in the eight 64-bit lanes
+//! of AVX-512 vectors: since k is shared, the control flow (and the table index chosen for each
+//! digit of k) is the same in every lane, so nothing needs shuffling between lanes.
 //!
 //! # Design
 //!
@@ -39,7 +48,8 @@
 //!   their exponent chains overlap. ENCODE (§4.3.2) of `k·P` is computed as ENCODE of
 //!   `2·((k/2)·P)` with dalek's `double_and_compress_batch` formulas: no inverse square root per
 //!   point, and one inversion for up to 16 groups (Montgomery's trick, lane by lane). The
-//!   tests compare all of it with dalek on thousands of points.
+//!   tests compare all of it with dalek on thousands of points and with the known answers of
+//!   RFC 9496 Appendix A.
 //!
 //! # Constant time
 //!
@@ -47,8 +57,10 @@
 //! address depends on them: each digit's table entry is found by scanning all eight entries
 //! with blend masks, negation is a blend, and every per-lane choice in the field and Ristretto
 //! maps (signs, square or not, zero or not) is a mask. What is public by design: the batch
-//! length, and for [`decompress_mul_compress`] whether (and where) an encoding from the peer is
-//! invalid. The portable fallback inherits dalek's guarantees.
+//! length, and for [`decompress_mul_compress`] whether (and where) an encoding is invalid. The
+//! portable fallback inherits dalek's guarantees. `AUDIT.md` next to this file lists the
+//! evidence and what would close each remaining concern.
+#![deny(missing_docs)]
 
 #[cfg(target_arch = "x86_64")]
 mod edwards;
@@ -75,7 +87,7 @@ const POINT_LEN: usize = 32;
 
 /// For each 64-byte uniform string `u_i`, appends `compress(k · from_uniform_bytes(u_i))`
 /// (32 bytes each) to `out`.
-pub(crate) fn hash_mul_compress(uniform: &[[u8; 64]], k: &Scalar, out: &mut Vec<u8>) {
+pub fn hash_mul_compress(uniform: &[[u8; 64]], k: &Scalar, out: &mut Vec<u8>) {
     hash_mul_compress_with(uniform, k, out, simd_available());
 }
 
@@ -84,16 +96,13 @@ pub(crate) fn hash_mul_compress(uniform: &[[u8; 64]], k: &Scalar, out: &mut Vec<
 ///
 /// `Err(i)` names the first chunk that is not a valid encoding (a trailing chunk shorter than
 /// 32 bytes counts as one); `out` then holds an unspecified prefix of the results.
-pub(crate) fn decompress_mul_compress(
-    points: &[u8],
-    k: &Scalar,
-    out: &mut Vec<u8>,
-) -> Result<(), usize> {
+pub fn decompress_mul_compress(points: &[u8], k: &Scalar, out: &mut Vec<u8>) -> Result<(), usize> {
     decompress_mul_compress_with(points, k, out, simd_available())
 }
 
-/// Whether the CPU has AVX-512F, AVX-512 IFMA, AVX-512VL and AVX-512DQ (detected once).
-fn simd_available() -> bool {
+/// Whether the eight-lane engine runs on this CPU: it has AVX-512F, AVX-512 IFMA, AVX-512VL
+/// and AVX-512DQ (detected once per process).
+pub fn simd_available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
@@ -200,29 +209,4 @@ fn scalar_digits(k: &Scalar) -> [i8; 64] {
     }
     bytes.zeroize();
     d
-}
-
-/// Entry points for the benchmarks in `benches/`, which cannot reach `pub(crate)` items.
-#[doc(hidden)]
-pub mod __bench {
-    use curve25519_dalek::scalar::Scalar;
-
-    /// [`super::hash_mul_compress`] (the eight-lane engine when the CPU has it).
-    pub fn hash_mul_compress(uniform: &[[u8; 64]], k: &Scalar, out: &mut Vec<u8>) {
-        super::hash_mul_compress(uniform, k, out);
-    }
-
-    /// [`super::decompress_mul_compress`] (the eight-lane engine when the CPU has it).
-    pub fn decompress_mul_compress(
-        points: &[u8],
-        k: &Scalar,
-        out: &mut Vec<u8>,
-    ) -> Result<(), usize> {
-        super::decompress_mul_compress(points, k, out)
-    }
-
-    /// Whether the eight-lane engine runs on this CPU.
-    pub fn simd_available() -> bool {
-        super::simd_available()
-    }
 }

@@ -1,9 +1,9 @@
-//! Per-point cost of the batched Ristretto255 engine of `protocols::ecdh::batch` against dalek,
+//! Per-point cost of the batched Ristretto255 engine of `blindjoin_ristretto` against dalek,
 //! on 4096 points and one thread: hash-to-group then multiply and compress, and decompress then
 //! multiply and compress. Divide the time per iteration by 4096 (or read the throughput).
 #![allow(missing_docs)]
 
-use blindjoin_psi::protocols::ecdh::batch::__bench;
+use blindjoin_ristretto::{decompress_mul_compress, hash_mul_compress, simd_available};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
@@ -59,12 +59,12 @@ fn bench(c: &mut Criterion) {
     let (uniform, points, k) = inputs();
     // The engine must agree with dalek before its speed means anything.
     let mut hashed = Vec::new();
-    __bench::hash_mul_compress(&uniform, &k, &mut hashed);
+    hash_mul_compress(&uniform, &k, &mut hashed);
     let mut reblinded = Vec::new();
-    let ok = __bench::decompress_mul_compress(&points, &k, &mut reblinded).is_ok();
+    let ok = decompress_mul_compress(&points, &k, &mut reblinded).is_ok();
     assert!(ok && hashed == dalek_hash(&uniform, &k) && reblinded == dalek_reblind(&points, &k));
 
-    let engine = if __bench::simd_available() {
+    let engine = if simd_available() {
         "batch_avx512ifma"
     } else {
         "batch_portable"
@@ -78,7 +78,7 @@ fn bench(c: &mut Criterion) {
         let mut out = Vec::with_capacity(N * 32);
         b.iter(|| {
             out.clear();
-            __bench::hash_mul_compress(black_box(&uniform), &k, &mut out);
+            hash_mul_compress(black_box(&uniform), &k, &mut out);
             black_box(&out);
         })
     });
@@ -95,7 +95,7 @@ fn bench(c: &mut Criterion) {
         let mut out = Vec::with_capacity(N * 32);
         b.iter(|| {
             out.clear();
-            let r = __bench::decompress_mul_compress(black_box(&points), &k, &mut out);
+            let r = decompress_mul_compress(black_box(&points), &k, &mut out);
             black_box((r.is_ok(), &out));
         })
     });
