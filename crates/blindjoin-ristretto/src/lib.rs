@@ -7,6 +7,9 @@
 //!   `compress(k · RistrettoPoint::from_uniform_bytes(u))` (RFC 9496 §4.3.4, then §4.3.2).
 //! - [`decompress_mul_compress`]: for each 32-byte string, `compress(k · decompress(P))`
 //!   (RFC 9496 §4.3.1), or the index of the first string that is not a valid encoding.
+//! - [`decompress_mul_pair_compress`]: the same decoding, and for each point both
+//!   `compress(k·P)` and `compress(k·P − T)` for one further point T: the sender's step of a
+//!   Chou-Orlandi base OT (`k = a`, `T = a·S`).
 //!
 //! Each gives exactly the bytes dalek gives for the same inputs, so parties on CPUs with and
 //! without IFMA interoperate.
@@ -47,18 +50,24 @@
 //!   step by step as dalek's `ristretto.rs`, two groups at a time so that the latencies of
 //!   their exponent chains overlap. ENCODE (§4.3.2) of `k·P` is computed as ENCODE of
 //!   `2·((k/2)·P)` with dalek's `double_and_compress_batch` formulas: no inverse square root per
-//!   point, and one inversion for up to 16 groups (Montgomery's trick, lane by lane). The
+//!   point, and one inversion for up to 16 groups (Montgomery's trick, lane by lane). For the
+//!   pair, `k·P − T = 2·((k/2)·P − T/2)` with `T/2 = ((ℓ + 1)/2)·T` computed once per call: one
+//!   more cached-point addition per group, then a second double-and-compress. The
 //!   tests compare all of it with dalek on thousands of points and with the known answers of
 //!   RFC 9496 Appendix A.
 //!
 //! # Constant time
 //!
-//! The secrets are k (and, for [`hash_mul_compress`], the hashed items). No branch or memory
-//! address depends on them: each digit's table entry is found by scanning all eight entries
-//! with blend masks, negation is a blend, and every per-lane choice in the field and Ristretto
-//! maps (signs, square or not, zero or not) is a mask. What is public by design: the batch
-//! length, and for [`decompress_mul_compress`] whether (and where) an encoding is invalid. The
-//! portable fallback inherits dalek's guarantees. `AUDIT.md` next to this file lists the
+//! The secrets are k (and, for [`hash_mul_compress`], the hashed items; for
+//! [`decompress_mul_pair_compress`], T and both outputs). No branch or memory address depends
+//! on them: each digit's table entry is found by scanning all eight entries with blend masks,
+//! negation is a blend, and every per-lane choice in the field and Ristretto maps (signs,
+//! square or not, zero or not) is a mask. T/2 enters the lanes through the same mask-only
+//! DECODE as the points, and its subtraction is the same in every lane. What is public by
+//! design: the batch length, and for the two decoding entry points whether (and where) an
+//! encoding is invalid. The portable fallback inherits dalek's guarantees. The digits of k/2,
+//! T/2 and its encoding are zeroised after use, and so are the engine's buffers of encodings in
+//! the decoding entry points; intermediate vectors on the stack are not (as in dalek). `AUDIT.md` next to this file lists the
 //! evidence and what would close each remaining concern.
 #![deny(missing_docs)]
 
@@ -98,6 +107,27 @@ pub fn hash_mul_compress(uniform: &[[u8; 64]], k: &Scalar, out: &mut Vec<u8>) {
 /// 32 bytes counts as one); `out` then holds an unspecified prefix of the results.
 pub fn decompress_mul_compress(points: &[u8], k: &Scalar, out: &mut Vec<u8>) -> Result<(), usize> {
     decompress_mul_compress_with(points, k, out, simd_available())
+}
+
+/// For each 32-byte chunk of `points`: decodes it as a Ristretto255 point P (as
+/// [`decompress_mul_compress`] does), and appends `compress(k·P)` to `out0` and
+/// `compress(k·P − T)` to `out1`.
+///
+/// This is the sender's step of a Chou-Orlandi base OT (`k = a`, `T = a·S`): both outputs are
+/// secret Diffie-Hellman values, so the engine's stack buffers of encodings are zeroised before
+/// it returns; `out0` and `out1` are the caller's to zeroise (reserve their capacity first so
+/// that appending never reallocates and leaves a copy behind).
+///
+/// `Err(i)` names the first chunk that is not a valid encoding (a trailing chunk shorter than
+/// 32 bytes counts as one); `out0` and `out1` then hold an unspecified prefix of the results.
+pub fn decompress_mul_pair_compress(
+    points: &[u8],
+    k: &Scalar,
+    t: &RistrettoPoint,
+    out0: &mut Vec<u8>,
+    out1: &mut Vec<u8>,
+) -> Result<(), usize> {
+    decompress_mul_pair_compress_with(points, k, t, out0, out1, simd_available())
 }
 
 /// Whether the eight-lane engine runs on this CPU: it has AVX-512F, AVX-512 IFMA, AVX-512VL
@@ -169,6 +199,58 @@ fn decompress_mul_compress_with(
             .and_then(|c| c.decompress())
             .ok_or(i)?;
         out.extend_from_slice((p * k).compress().as_bytes());
+    }
+    if has_tail { Err(n) } else { Ok(()) }
+}
+
+/// [`decompress_mul_pair_compress`] with the engine chosen by the caller (`use_simd` is ignored
+/// when the CPU lacks the features).
+fn decompress_mul_pair_compress_with(
+    points: &[u8],
+    k: &Scalar,
+    t: &RistrettoPoint,
+    out0: &mut Vec<u8>,
+    out1: &mut Vec<u8>,
+    use_simd: bool,
+) -> Result<(), usize> {
+    let n = points.len() / POINT_LEN * POINT_LEN;
+    out0.reserve(n);
+    out1.reserve(n);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = use_simd;
+    #[cfg(target_arch = "x86_64")]
+    if use_simd && simd_available() {
+        // k·P − T = 2·((k/2)·P − T/2): the engine subtracts T/2 before its double-and-compress.
+        let mut digits = half_digits(k);
+        let mut half_t = t * Scalar::from_bytes_mod_order(HALF);
+        let mut half_t_enc = half_t.compress().to_bytes();
+        half_t.zeroize();
+        // SAFETY: the CPU supports avx512f, avx512ifma, avx512vl and avx512dq (checked just
+        // above), the only requirement of the target-feature function.
+        let result =
+            unsafe { simd::decompress_mul_pair_compress(points, &digits, &half_t_enc, out0, out1) };
+        digits.zeroize();
+        half_t_enc.zeroize();
+        return result;
+    }
+    let chunks = points.chunks_exact(POINT_LEN);
+    let n = chunks.len();
+    let has_tail = !chunks.remainder().is_empty();
+    for (i, chunk) in chunks.enumerate() {
+        let p = CompressedRistretto::from_slice(chunk)
+            .ok()
+            .and_then(|c| c.decompress())
+            .ok_or(i)?;
+        let mut p0 = p * k;
+        let mut p1 = p0 - t;
+        let mut e0 = p0.compress();
+        let mut e1 = p1.compress();
+        out0.extend_from_slice(e0.as_bytes());
+        out1.extend_from_slice(e1.as_bytes());
+        p0.zeroize();
+        p1.zeroize();
+        e0.zeroize();
+        e1.zeroize();
     }
     if has_tail { Err(n) } else { Ok(()) }
 }
