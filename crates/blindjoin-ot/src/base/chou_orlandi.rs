@@ -27,9 +27,10 @@ use zeroize::{Zeroize, Zeroizing};
 /// worth spreading over rayon's pool.
 const PAR_OTS: usize = 16;
 
-/// The sender's OTs per unit of parallel work: one call of the batch engine, whose fixed cost
-/// per call (`T/2`, one inversion per 16 groups of 8 points) wants many points, while a few
-/// hundred base OTs should still spread over rayon's pool.
+/// The sender's OTs per unit of parallel work when the eight-lane engine runs: one call of it,
+/// whose fixed cost per call (`T/2`, one inversion per 16 groups of 8 points) wants many points,
+/// while a few hundred base OTs should still spread over rayon's pool. (Without the engine each
+/// OT is a dalek scalar multiplication, and [`PAR_OTS`] applies.)
 const PAR_SENDER_OTS: usize = 128;
 
 /// The canonical encoding of the identity point (RFC 9496 §4.3.2 encodes it as all zeros).
@@ -205,17 +206,22 @@ fn send<C: Channel + ?Sized>(
     let t = Zeroizing::new(s * a.0);
     let kdf = Kdf::new(sid, &s_enc);
     let mut keys: Vec<[[u8; KEY_LEN]; 2]> = Vec::new();
+    let per_chunk = if blindjoin_ristretto::simd_available() {
+        PAR_SENDER_OTS
+    } else {
+        PAR_OTS
+    };
     let mut reader = BulkReader::new(MSG_RECEIVER_POINTS, POINT_LEN, n as u64);
     while let Some(frame) = reader.next_frame(ch)? {
         // The reader bounds the total by n, so this grows `keys` to at most n entries.
         let first = keys.len();
         keys.resize(first + frame.len() / POINT_LEN, [[0u8; KEY_LEN]; 2]);
         keys[first..]
-            .par_chunks_mut(PAR_SENDER_OTS)
-            .zip(frame.par_chunks(PAR_SENDER_OTS * POINT_LEN))
+            .par_chunks_mut(per_chunk)
+            .zip(frame.par_chunks(per_chunk * POINT_LEN))
             .enumerate()
             .try_for_each(|(c, (out, points))| -> Result<()> {
-                let first_index = first + c * PAR_SENDER_OTS;
+                let first_index = first + c * per_chunk;
                 // The R_i are public: the first one that is the identity or S (both valid
                 // encodings) ends the chunk, unless an invalid encoding comes before it, which
                 // the engine reports. This rejects the same first element as checking each R_i
