@@ -114,9 +114,10 @@ pub fn decompress_mul_compress(points: &[u8], k: &Scalar, out: &mut Vec<u8>) -> 
 /// `compress(k·P − T)` to `out1`.
 ///
 /// This is the sender's step of a Chou-Orlandi base OT (`k = a`, `T = a·S`): both outputs are
-/// secret Diffie-Hellman values, so the engine's stack buffers of encodings are zeroised before
-/// it returns; `out0` and `out1` are the caller's to zeroise (reserve their capacity first so
-/// that appending never reallocates and leaves a copy behind).
+/// secret Diffie-Hellman values. Both vectors are reserved for all results before anything is
+/// appended, so no result is left behind in a freed buffer, and the engine's stack buffers of
+/// encodings are zeroised before it returns; zeroising `out0` and `out1` (for instance as
+/// `Zeroizing<Vec<u8>>`) is the caller's.
 ///
 /// `Err(i)` names the first chunk that is not a valid encoding (a trailing chunk shorter than
 /// 32 bytes counts as one); `out0` and `out1` then hold an unspecified prefix of the results.
