@@ -11,6 +11,7 @@
 //! handshake of `blindjoin_core::handshake`), and check every length the peer sends against the
 //! sizes agreed there.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod hashing;
 pub mod params;

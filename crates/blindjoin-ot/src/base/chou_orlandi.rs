@@ -1,5 +1,9 @@
 //! Both roles of the Chou-Orlandi base OT (see the module doc of [`crate::base`] for the
 //! message flow and the security model).
+//!
+//! The sender decodes the `R_i` and computes the encodings of `a·R_i` and `a·R_i − T` with
+//! [`blindjoin_ristretto::decompress_mul_pair_compress`]: eight OTs per AVX-512 IFMA instruction
+//! stream on CPUs that have it, dalek point by point elsewhere, the same bytes either way.
 
 use super::{
     BaseOtReceiver, BaseOtSender, FRAME_POINTS, KDF_DOMAIN, KEY_LEN, MAX_BASE_OTS,
@@ -8,6 +12,7 @@ use super::{
 use blindjoin_core::channel::{BulkReader, Channel, FrameReceiver, FrameSender};
 use blindjoin_core::item::{domain_hasher, update_prefixed};
 use blindjoin_core::{Error, Result};
+use blindjoin_ristretto::decompress_mul_pair_compress;
 use curve25519_dalek::constants::RISTRETTO_BASEPOINT_TABLE;
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoBasepointTable, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
@@ -21,6 +26,12 @@ use zeroize::{Zeroize, Zeroizing};
 /// OTs per unit of parallel work. One OT costs tens of microseconds, so even small batches are
 /// worth spreading over rayon's pool.
 const PAR_OTS: usize = 16;
+
+/// The sender's OTs per unit of parallel work when the eight-lane engine runs: one call of it,
+/// whose fixed cost per call (`T/2`, one inversion per 16 groups of 8 points) wants many points,
+/// while a few hundred base OTs should still spread over rayon's pool. (Without the engine each
+/// OT is a dalek scalar multiplication, and [`PAR_OTS`] applies.)
+const PAR_SENDER_OTS: usize = 128;
 
 /// The canonical encoding of the identity point (RFC 9496 §4.3.2 encodes it as all zeros).
 const IDENTITY: [u8; POINT_LEN] = [0u8; POINT_LEN];
@@ -89,11 +100,18 @@ impl Kdf {
     fn key(&self, index: usize, r: &[u8], dh: &mut RistrettoPoint) -> [u8; KEY_LEN] {
         let mut enc = dh.compress();
         dh.zeroize();
+        let key = self.key_from_encoding(index, r, enc.as_bytes());
+        enc.zeroize();
+        key
+    }
+
+    /// The key of OT `index` with receiver point `r` and the encoding `dh` of the
+    /// Diffie-Hellman value (zeroizing it is the caller's). Zeroizes the digest.
+    fn key_from_encoding(&self, index: usize, r: &[u8], dh: &[u8]) -> [u8; KEY_LEN] {
         let mut h = self.prefix.clone();
         update_prefixed(&mut h, &(index as u64).to_le_bytes());
         update_prefixed(&mut h, r);
-        update_prefixed(&mut h, enc.as_bytes());
-        enc.zeroize();
+        update_prefixed(&mut h, dh);
         let mut digest: [u8; 32] = h.finalize().into();
         let mut key = [0u8; KEY_LEN];
         key.copy_from_slice(&digest[..KEY_LEN]);
@@ -188,33 +206,66 @@ fn send<C: Channel + ?Sized>(
     let t = Zeroizing::new(s * a.0);
     let kdf = Kdf::new(sid, &s_enc);
     let mut keys: Vec<[[u8; KEY_LEN]; 2]> = Vec::new();
+    let per_chunk = if blindjoin_ristretto::simd_available() {
+        PAR_SENDER_OTS
+    } else {
+        PAR_OTS
+    };
     let mut reader = BulkReader::new(MSG_RECEIVER_POINTS, POINT_LEN, n as u64);
     while let Some(frame) = reader.next_frame(ch)? {
         // The reader bounds the total by n, so this grows `keys` to at most n entries.
         let first = keys.len();
         keys.resize(first + frame.len() / POINT_LEN, [[0u8; KEY_LEN]; 2]);
         keys[first..]
-            .par_chunks_mut(PAR_OTS)
-            .zip(frame.par_chunks(PAR_OTS * POINT_LEN))
+            .par_chunks_mut(per_chunk)
+            .zip(frame.par_chunks(per_chunk * POINT_LEN))
             .enumerate()
             .try_for_each(|(c, (out, points))| -> Result<()> {
-                for (j, (pair, r_enc)) in out
+                let first_index = first + c * per_chunk;
+                // The R_i are public: the first one that is the identity or S (both valid
+                // encodings) ends the chunk, unless an invalid encoding comes before it, which
+                // the engine reports. This rejects the same first element as checking each R_i
+                // in turn would.
+                let special = points
+                    .chunks_exact(POINT_LEN)
+                    .position(|r| r == IDENTITY || r == s_enc);
+                let checked = &points[..special.unwrap_or(out.len()) * POINT_LEN];
+                // Capacity for every output up front, so the engine's appends never reallocate
+                // and leave an unzeroized copy behind.
+                let mut dh0 = Zeroizing::new(Vec::with_capacity(checked.len()));
+                let mut dh1 = Zeroizing::new(Vec::with_capacity(checked.len()));
+                decompress_mul_pair_compress(checked, &a.0, &t, &mut dh0, &mut dh1).map_err(
+                    |j| {
+                        Error::malformed(
+                            MSG_RECEIVER_POINTS,
+                            format!(
+                                "element {} is not a valid Ristretto255 point encoding",
+                                first_index + j
+                            ),
+                        )
+                    },
+                )?;
+                if let Some(j) = special {
+                    let index = first_index + j;
+                    let what = if points[j * POINT_LEN..(j + 1) * POINT_LEN] == IDENTITY {
+                        "is the identity point"
+                    } else {
+                        "equals the sender's point S"
+                    };
+                    return Err(Error::malformed(
+                        MSG_RECEIVER_POINTS,
+                        format!("element {index} {what}"),
+                    ));
+                }
+                for (j, ((pair, r_enc), (e0, e1))) in out
                     .iter_mut()
                     .zip(points.chunks_exact(POINT_LEN))
+                    .zip(dh0.chunks_exact(POINT_LEN).zip(dh1.chunks_exact(POINT_LEN)))
                     .enumerate()
                 {
-                    let index = first + c * PAR_OTS + j;
-                    let r = decode_peer_point(MSG_RECEIVER_POINTS, index, r_enc)?;
-                    if r_enc == s_enc {
-                        return Err(Error::malformed(
-                            MSG_RECEIVER_POINTS,
-                            format!("element {index} equals the sender's point S"),
-                        ));
-                    }
-                    let mut p0 = r * a.0;
-                    let mut p1 = p0 - *t;
-                    pair[0] = kdf.key(index, r_enc, &mut p0);
-                    pair[1] = kdf.key(index, r_enc, &mut p1);
+                    let index = first_index + j;
+                    pair[0] = kdf.key_from_encoding(index, r_enc, e0);
+                    pair[1] = kdf.key_from_encoding(index, r_enc, e1);
                 }
                 Ok(())
             })?;
@@ -335,5 +386,101 @@ mod tests {
         assert_ne!(base, key([1; 32], [2; 32], 4, &r));
         assert_ne!(base, key([1; 32], [2; 32], 3, &[8u8; POINT_LEN]));
         assert_eq!(base, key([1; 32], [2; 32], 3, &r));
+    }
+
+    type SenderKeys = Vec<[[u8; KEY_LEN]; 2]>;
+
+    /// Runs the sender on `n` OTs against a stand-in receiver that sends `points` (in frames
+    /// of [`FRAME_POINTS`]); returns S's encoding and the sender's result.
+    fn send_against(points: &[u8], n: usize, seed: u64) -> (Vec<u8>, Result<SenderKeys>) {
+        let (keys, s_enc) = blindjoin_testkit::run_two_party(
+            |ch| send(ch, &[3; 32], n, &mut StdRng::seed_from_u64(seed)),
+            |ch| {
+                let s_enc = FrameReceiver::recv(ch, MSG_SENDER_POINT, POINT_LEN);
+                for frame in points.chunks(FRAME_POINTS * POINT_LEN) {
+                    // The sender may stop reading after an error.
+                    if FrameSender::send(ch, MSG_RECEIVER_POINTS, frame).is_err() {
+                        break;
+                    }
+                }
+                s_enc
+            },
+        );
+        (s_enc.unwrap_or_default(), keys)
+    }
+
+    fn random_points(n: usize, rng: &mut StdRng) -> Vec<u8> {
+        (0..n)
+            .flat_map(|_| {
+                RistrettoPoint::mul_base(&random_nonzero_scalar(rng))
+                    .compress()
+                    .to_bytes()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sender_keys_are_the_kdf_of_a_r_and_a_r_minus_t() {
+        // Both keys of every OT against the formula computed point by point with dalek, over
+        // two frames and several parallel chunks, with the sender's a recomputed from its seed.
+        let mut rng = StdRng::seed_from_u64(4);
+        let n = FRAME_POINTS + PAR_SENDER_OTS + 3;
+        let points = random_points(n, &mut rng);
+        let (s_enc, keys) = send_against(&points, n, 5);
+        let keys = keys.unwrap_or_default();
+        assert_eq!(keys.len(), n);
+        let a = random_nonzero_scalar(&mut StdRng::seed_from_u64(5));
+        let s = RistrettoPoint::mul_base(&a);
+        assert_eq!(s_enc, s.compress().to_bytes());
+        let t = s * a;
+        let kdf = Kdf::new(&[3; 32], &s.compress().to_bytes());
+        for (i, (pair, r_enc)) in keys.iter().zip(points.chunks_exact(POINT_LEN)).enumerate() {
+            let r = decode_peer_point(MSG_RECEIVER_POINTS, i, r_enc);
+            assert!(r.is_ok());
+            let r = r.unwrap_or_default();
+            assert_eq!(pair[0], kdf.key(i, r_enc, &mut (r * a)), "k0 of OT {i}");
+            assert_eq!(pair[1], kdf.key(i, r_enc, &mut (r * a - t)), "k1 of OT {i}");
+        }
+    }
+
+    #[test]
+    fn sender_rejects_the_first_bad_point_whatever_its_kind() {
+        let mut rng = StdRng::seed_from_u64(6);
+        let n = 2 * PAR_SENDER_OTS;
+        let points = random_points(n, &mut rng);
+        let a = random_nonzero_scalar(&mut StdRng::seed_from_u64(7));
+        let s_enc = RistrettoPoint::mul_base(&a).compress().to_bytes();
+        // Not a valid encoding: the low bit of s set (a negative field element).
+        let mut invalid = points[..POINT_LEN].to_vec();
+        invalid[0] ^= 1;
+        let kinds: [(&[u8], &str); 3] = [
+            (&invalid, "is not a valid Ristretto255 point encoding"),
+            (&IDENTITY, "is the identity point"),
+            (&s_enc, "equals the sender's point S"),
+        ];
+        // Each kind first, with each other kind later in the same chunk; and in the second
+        // chunk.
+        for (k1, (bad1, why1)) in kinds.iter().enumerate() {
+            for (k2, (bad2, _)) in kinds.iter().enumerate() {
+                for (at1, at2) in [(3, 9), (PAR_SENDER_OTS + 1, PAR_SENDER_OTS + 2)] {
+                    let mut input = points.clone();
+                    input[at1 * POINT_LEN..(at1 + 1) * POINT_LEN].copy_from_slice(bad1);
+                    input[at2 * POINT_LEN..(at2 + 1) * POINT_LEN].copy_from_slice(bad2);
+                    let (_, r) = send_against(&input, n, 7);
+                    let reason = match r {
+                        Err(Error::Malformed { message, reason }) => {
+                            assert_eq!(message, MSG_RECEIVER_POINTS);
+                            reason
+                        }
+                        other => format!("{:?}", other.map(|k| k.len())),
+                    };
+                    assert_eq!(
+                        reason,
+                        format!("element {at1} {why1}"),
+                        "kinds {k1} then {k2}"
+                    );
+                }
+            }
+        }
     }
 }

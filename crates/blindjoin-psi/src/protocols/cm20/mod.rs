@@ -107,7 +107,7 @@
 //!
 //! **Deviations from the paper.**
 //! 1. m is a power of two (see *Parameters*), so each index is an exact L-bit field of F's
-//!    output: the paper leaves the parse of F's output into [m] open, and for any other m a
+//!    output: the paper leaves the parse of F's output into \[m\] open, and for any other m a
 //!    reduction modulo m would bias the indices.
 //! 2. F's output is parsed per AES block (q = ⌊128/L⌋ indices per block, 128 − q·L bits
 //!    unused): t = ⌈w/q⌉ blocks instead of ⌈w·L/128⌉ (104 instead of 98 at L = 20), so each

@@ -2,7 +2,7 @@
 //!
 //! **Paper.** The DH-based protocol of Huberman, Franklin and Hogg (EC'99) and Meadows (S&P'86),
 //! as benchmarked by Pinkas, Schneider and Zohner, *Scalable Private Set Intersection Based on OT
-//! Extension*, §3 ("Public-key-based PSI", DH-based PSI [32]) and Tables 5-7, row "DH-based ECC".
+//! Extension*, §3 ("Public-key-based PSI", DH-based PSI \[32\]) and Tables 5-7, row "DH-based ECC".
 //!
 //! **Security model.** Semi-honest parties, random-oracle model, DDH in Ristretto255 (κ = 128:
 //! a 252-bit prime-order group). The receiver learns the intersection and the sender's set size;
@@ -39,11 +39,10 @@
 //!   point from the peer either decodes into the group or is rejected (no cofactor or invalid-curve
 //!   cases to check).
 //! - Hashing to the group, decoding, scalar multiplication and encoding run eight points at a
-//!   time in AVX-512 IFMA lanes with the shared secret scalar ([`batch`]), with dalek as the
-//!   fallback on other CPUs; the bytes are dalek's exactly, so both kinds of CPU interoperate.
+//!   time in AVX-512 IFMA lanes with the shared secret scalar ([`blindjoin_ristretto`]), with
+//!   dalek as the fallback on other CPUs; the bytes are dalek's exactly, so both kinds of CPU
+//!   interoperate.
 
-#[doc(hidden)]
-pub mod batch;
 mod receiver;
 mod sender;
 
@@ -183,14 +182,14 @@ impl GroupHash {
 }
 
 /// `compress(k·H(x))` for each item, appended to `out` (parallel over rayon's pool, each part
-/// through the batch engine of [`batch`]).
+/// through the batch engine of [`blindjoin_ristretto`]).
 pub(crate) fn blind_items(items: &[Item], h: &GroupHash, key: &Key, out: &mut Vec<u8>) {
     let parts: Vec<Vec<u8>> = items
         .par_chunks(PAR_POINTS)
         .map(|chunk| {
             let uniform: Vec<[u8; 64]> = chunk.iter().map(|x| h.uniform(x)).collect();
             let mut part = Vec::with_capacity(chunk.len() * POINT_LEN);
-            batch::hash_mul_compress(&uniform, &key.0, &mut part);
+            blindjoin_ristretto::hash_mul_compress(&uniform, &key.0, &mut part);
             part
         })
         .collect();
@@ -214,13 +213,15 @@ pub(crate) fn reblind_frame(
         .enumerate()
         .map(|(c, chunk)| {
             let mut part = Vec::with_capacity(chunk.len());
-            batch::decompress_mul_compress(chunk, &key.0, &mut part).map_err(|i| {
-                let at = first_index + (c * PAR_POINTS + i) as u64;
-                Error::malformed(
-                    what,
-                    format!("element {at} is not a valid Ristretto255 point"),
-                )
-            })?;
+            blindjoin_ristretto::decompress_mul_compress(chunk, &key.0, &mut part).map_err(
+                |i| {
+                    let at = first_index + (c * PAR_POINTS + i) as u64;
+                    Error::malformed(
+                        what,
+                        format!("element {at} is not a valid Ristretto255 point"),
+                    )
+                },
+            )?;
             Ok(part)
         })
         .collect::<Result<_>>()?;

@@ -241,17 +241,67 @@ fn constants_satisfy_their_definitions() {
 // The eight-lane field against the reference.
 // ----------------------------------------------------------------------------------------------
 
-/// Declares a test that runs a target-feature body when the CPU has the features (and says
-/// so when it does not).
+/// The environment variable that turns a skipped IFMA-only test into a failure.
+const REQUIRE_IFMA: &str = "BLINDJOIN_REQUIRE_IFMA";
+
+/// Whether a test of the eight-lane engine can run here. On a CPU without the features it
+/// fails the test if [`REQUIRE_IFMA`] is set, and otherwise writes
+/// `SKIPPED (CPU has no AVX-512 IFMA): <test>` to standard error (through the handle, which
+/// libtest does not capture, unlike `eprintln!`) and returns false.
+fn ifma_or_skip(test: &str) -> bool {
+    ifma_check(
+        simd_available(),
+        std::env::var_os(REQUIRE_IFMA).is_some(),
+        test,
+        &mut std::io::stderr(),
+    )
+}
+
+/// The decision of [`ifma_or_skip`], with the CPU, the environment and the output as inputs.
+fn ifma_check(available: bool, required: bool, test: &str, log: &mut impl std::io::Write) -> bool {
+    if available {
+        return true;
+    }
+    assert!(
+        !required,
+        "{REQUIRE_IFMA} is set but this CPU has no AVX-512 IFMA: {test}"
+    );
+    // A failed write to stderr leaves nothing better to report it to.
+    let _ = writeln!(log, "SKIPPED (CPU has no AVX-512 IFMA): {test}");
+    false
+}
+
+/// The engines a test compares with dalek: the eight-lane one (`true`) when
+/// [`ifma_or_skip`] allows it, and the portable one (`false`).
+fn engines(test: &str) -> Vec<bool> {
+    if ifma_or_skip(&format!("{test} (eight-lane engine)")) {
+        vec![true, false]
+    } else {
+        vec![false]
+    }
+}
+
+#[test]
+fn ifma_check_skips_visibly_or_fails_when_required() {
+    let mut log = Vec::new();
+    assert!(ifma_check(true, true, "t", &mut log));
+    assert!(log.is_empty());
+    assert!(!ifma_check(false, false, "some_test", &mut log));
+    assert_eq!(
+        String::from_utf8(log).ok().as_deref(),
+        Some("SKIPPED (CPU has no AVX-512 IFMA): some_test\n")
+    );
+    let required = std::panic::catch_unwind(|| ifma_check(false, true, "t", &mut Vec::new()));
+    assert!(required.is_err());
+}
+
+/// Declares a test that runs a target-feature body when the CPU has the features (see
+/// [`ifma_or_skip`] for what happens when it does not).
 macro_rules! simd_test {
     ($name:ident, $body:ident) => {
         #[test]
         fn $name() {
-            if !simd_available() {
-                eprintln!(
-                    "{}: skipped, no AVX-512 IFMA on this CPU",
-                    stringify!($name)
-                );
+            if !ifma_or_skip(concat!(module_path!(), "::", stringify!($name))) {
                 return;
             }
             // SAFETY: the CPU supports avx512f, avx512ifma, avx512vl and avx512dq (checked above).
@@ -664,6 +714,7 @@ const SIZES: [usize; 12] = [0, 1, 7, 8, 9, 16, 17, 24, 128, 129, 136, 1000];
 
 #[test]
 fn hash_mul_compress_matches_dalek() {
+    let engines = engines("hash_mul_compress_matches_dalek");
     let mut rng = blindjoin_testkit::rng(7);
     let ks = scalars(&mut rng);
     let uniform = uniform_strings(&mut rng, 1200);
@@ -673,7 +724,7 @@ fn hash_mul_compress_matches_dalek() {
         for &n in sizes {
             let input = &uniform[..n];
             let expect = dalek_hash(input, k);
-            for use_simd in [true, false] {
+            for &use_simd in &engines {
                 let mut out = vec![0xaa; 3];
                 hash_mul_compress_with(input, k, &mut out, use_simd);
                 assert_eq!(&out[..3], &[0xaa; 3], "existing output kept");
@@ -691,6 +742,7 @@ fn hash_mul_compress_matches_dalek() {
 
 #[test]
 fn decompress_mul_compress_matches_dalek() {
+    let engines = engines("decompress_mul_compress_matches_dalek");
     let mut rng = blindjoin_testkit::rng(8);
     let ks = scalars(&mut rng);
     let points = valid_encodings(&mut rng, 1200);
@@ -700,7 +752,7 @@ fn decompress_mul_compress_matches_dalek() {
             let input = &points[..n * 32];
             let expect = dalek_reblind(input, k);
             assert!(expect.is_ok());
-            for use_simd in [true, false] {
+            for &use_simd in &engines {
                 let mut out = vec![0xaa; 3];
                 let r = decompress_mul_compress_with(input, k, &mut out, use_simd);
                 assert_eq!(r, Ok(()));
@@ -756,6 +808,7 @@ fn invalid_encodings(rng: &mut impl RngCore) -> Vec<[u8; 32]> {
 
 #[test]
 fn decompress_mul_compress_reports_first_invalid_index() {
+    let engines = engines("decompress_mul_compress_reports_first_invalid_index");
     let mut rng = blindjoin_testkit::rng(9);
     let k = random_scalar(&mut rng);
     let n = 260;
@@ -788,14 +841,14 @@ fn decompress_mul_compress_reports_first_invalid_index() {
             input[(pos + 3) * 32..(pos + 3) * 32 + 32].copy_from_slice(later);
         }
         assert_eq!(dalek_reblind(&input, &k), Err(pos));
-        for use_simd in [true, false] {
+        for &use_simd in &engines {
             let mut out = Vec::new();
             let r = decompress_mul_compress_with(&input, &k, &mut out, use_simd);
             assert_eq!(r, Err(pos), "string #{bi} at {pos}, simd = {use_simd}");
         }
     }
     // A trailing partial chunk is invalid, after any invalid full chunk.
-    for use_simd in [true, false] {
+    for &use_simd in &engines {
         let mut out = Vec::new();
         let r = decompress_mul_compress_with(&valid[..9 * 32 + 5], &k, &mut out, use_simd);
         assert_eq!(r, Err(9));
@@ -935,8 +988,9 @@ const RFC9496_MULTIPLES: [&str; 16] = [
 ];
 
 #[allow(clippy::panic)]
-fn unhex32(s: &str) -> [u8; 32] {
-    let mut b = [0u8; 32];
+fn unhex<const N: usize>(s: &str) -> [u8; N] {
+    assert_eq!(s.len(), 2 * N, "{s}");
+    let mut b = [0u8; N];
     for (i, out) in b.iter_mut().enumerate() {
         *out = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap_or_else(|e| panic!("{e}"));
     }
@@ -945,21 +999,317 @@ fn unhex32(s: &str) -> [u8; 32] {
 
 #[test]
 fn rfc9496_multiples_of_the_generator_both_engines() {
-    let base = unhex32(RFC9496_MULTIPLES[1]);
-    for use_simd in [true, false] {
+    let base = unhex::<32>(RFC9496_MULTIPLES[1]);
+    for use_simd in engines("rfc9496_multiples_of_the_generator_both_engines") {
         for (j, expect) in RFC9496_MULTIPLES.iter().enumerate() {
             // Decode B, multiply by j, encode: must print jB exactly as the RFC does.
             let mut out = Vec::new();
             let r =
                 decompress_mul_compress_with(&base, &Scalar::from(j as u64), &mut out, use_simd);
             assert_eq!(r, Ok(()));
-            assert_eq!(out, unhex32(expect), "j = {j}, simd = {use_simd}");
+            assert_eq!(out, unhex::<32>(expect), "j = {j}, simd = {use_simd}");
             // Every listed encoding decodes, and times one re-encodes to itself.
             let mut again = Vec::new();
-            let r =
-                decompress_mul_compress_with(&unhex32(expect), &Scalar::ONE, &mut again, use_simd);
+            let r = decompress_mul_compress_with(
+                &unhex::<32>(expect),
+                &Scalar::ONE,
+                &mut again,
+                use_simd,
+            );
             assert_eq!(r, Ok(()));
-            assert_eq!(again, unhex32(expect));
+            assert_eq!(again, unhex::<32>(expect));
         }
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// The pair entry point (the Chou-Orlandi sender's k·P and k·P − T) against dalek.
+// ----------------------------------------------------------------------------------------------
+
+fn dalek_pair(points: &[u8], k: &Scalar, t: &RistrettoPoint) -> Result<(Vec<u8>, Vec<u8>), usize> {
+    let mut out0 = Vec::new();
+    let mut out1 = Vec::new();
+    for (i, c) in points.chunks(32).enumerate() {
+        let p = CompressedRistretto::from_slice(c)
+            .ok()
+            .and_then(|c| c.decompress())
+            .ok_or(i)?;
+        out0.extend_from_slice((p * k).compress().as_bytes());
+        out1.extend_from_slice((p * k - t).compress().as_bytes());
+    }
+    Ok((out0, out1))
+}
+
+#[test]
+fn decompress_mul_pair_compress_matches_dalek() {
+    let engines = engines("decompress_mul_pair_compress_matches_dalek");
+    let mut rng = blindjoin_testkit::rng(14);
+    let points = valid_encodings(&mut rng, 300);
+    let first = CompressedRistretto::from_slice(&points[32..64])
+        .ok()
+        .and_then(|c| c.decompress());
+    assert!(first.is_some());
+    let first = first.unwrap_or_default();
+    // 0, 1, 2, ℓ − 1 and a random scalar.
+    let ks = [
+        Scalar::ZERO,
+        Scalar::ONE,
+        Scalar::from(2u8),
+        -Scalar::ONE,
+        random_scalar(&mut rng),
+    ];
+    for (ki, k) in ks.iter().enumerate() {
+        // T: a random point, the identity, the basepoint, and k·P for the point at index 1 (so
+        // that its second output is the identity).
+        let ts = [
+            RistrettoPoint::mul_base(&random_scalar(&mut rng)),
+            RistrettoPoint::default(),
+            RISTRETTO_BASEPOINT_POINT,
+            first * k,
+        ];
+        for (ti, t) in ts.iter().enumerate() {
+            for n in [0usize, 1, 7, 8, 9, 17, 100, 129, 300] {
+                let input = &points[..n * 32];
+                let expect = dalek_pair(input, k, t);
+                assert!(expect.is_ok());
+                for &use_simd in &engines {
+                    let mut out0 = vec![0xaa; 3];
+                    let mut out1 = vec![0xbb; 5];
+                    let r = decompress_mul_pair_compress_with(
+                        input, k, t, &mut out0, &mut out1, use_simd,
+                    );
+                    assert_eq!(r, Ok(()));
+                    assert_eq!(&out0[..3], &[0xaa; 3], "existing output kept");
+                    assert_eq!(&out1[..5], &[0xbb; 5], "existing output kept");
+                    assert!(
+                        Ok((out0[3..].to_vec(), out1[5..].to_vec())) == expect,
+                        "k #{ki}, T #{ti}, n = {n}, simd = {use_simd}"
+                    );
+                }
+                let mut out0 = Vec::new();
+                let mut out1 = Vec::new();
+                let r = decompress_mul_pair_compress(input, k, t, &mut out0, &mut out1);
+                assert_eq!(r, Ok(()));
+                assert!(Ok((out0, out1)) == expect);
+            }
+        }
+    }
+}
+
+#[test]
+fn decompress_mul_pair_compress_reports_first_invalid_index() {
+    let engines = engines("decompress_mul_pair_compress_reports_first_invalid_index");
+    let mut rng = blindjoin_testkit::rng(15);
+    let k = random_scalar(&mut rng);
+    let t = RistrettoPoint::mul_base(&random_scalar(&mut rng));
+    let n = 140;
+    let valid = valid_encodings(&mut rng, n);
+    let bad = invalid_encodings(&mut rng);
+    let positions = [0usize, 1, 7, 8, 9, 16, 17, 100, 127, 128, n - 1];
+    for (bi, b) in bad.iter().enumerate() {
+        let pos = positions[bi % positions.len()];
+        let mut input = valid.clone();
+        input[pos * 32..pos * 32 + 32].copy_from_slice(b);
+        if pos + 2 < n {
+            input[(pos + 2) * 32..(pos + 2) * 32 + 32].copy_from_slice(&bad[(bi + 1) % bad.len()]);
+        }
+        assert_eq!(dalek_pair(&input, &k, &t), Err(pos));
+        for &use_simd in &engines {
+            let (mut out0, mut out1) = (Vec::new(), Vec::new());
+            let r =
+                decompress_mul_pair_compress_with(&input, &k, &t, &mut out0, &mut out1, use_simd);
+            assert_eq!(r, Err(pos), "string #{bi} at {pos}, simd = {use_simd}");
+        }
+    }
+    for &use_simd in &engines {
+        let (mut out0, mut out1) = (Vec::new(), Vec::new());
+        let r = decompress_mul_pair_compress_with(
+            &valid[..17 * 32 + 1],
+            &k,
+            &t,
+            &mut out0,
+            &mut out1,
+            use_simd,
+        );
+        assert_eq!(r, Err(17), "trailing partial chunk, simd = {use_simd}");
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Known answers of RFC 9496 Appendix A.2 and A.3.
+// ----------------------------------------------------------------------------------------------
+
+/// RFC 9496 Appendix A.2, "Invalid Encodings" for ristretto255: every one must be rejected.
+/// (curve25519-dalek 5.0.0's own tests do not carry this list; the strings are the RFC's, as
+/// in its draft in the CFRG repository, draft-irtf-cfrg-ristretto255-decaf448.)
+const RFC9496_INVALID: [&str; 33] = [
+    // Non-canonical field encodings.
+    "00ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    "f3ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    // Negative field elements.
+    "0100000000000000000000000000000000000000000000000000000000000000",
+    "01ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    "ed57ffd8c914fb201471d1c3d245ce3c746fcbe63a3679d51b6a516ebebe0e20",
+    "c34c4e1826e5d403b78e246e88aa051c36ccf0aafebffe137d148a2bf9104562",
+    "c940e5a4404157cfb1628b108db051a8d439e1a421394ec4ebccb9ec92a8ac78",
+    "47cfc5497c53dc8e61c91d17fd626ffb1c49e2bca94eed052281b510b1117a24",
+    "f1c6165d33367351b0da8f6e4511010c68174a03b6581212c71c0e1d026c3c72",
+    "87260f7a2f12495118360f02c26a470f450dadf34a413d21042b43b9d93e1309",
+    // Non-square x^2.
+    "26948d35ca62e643e26a83177332e6b6afeb9d08e4268b650f1f5bbd8d81d371",
+    "4eac077a713c57b4f4397629a4145982c661f48044dd3f96427d40b147d9742f",
+    "de6a7b00deadc788eb6b6c8d20c0ae96c2f2019078fa604fee5b87d6e989ad7b",
+    "bcab477be20861e01e4a0e295284146a510150d9817763caf1a6f4b422d67042",
+    "2a292df7e32cababbd9de088d1d1abec9fc0440f637ed2fba145094dc14bea08",
+    "f4a9e534fc0d216c44b218fa0c42d99635a0127ee2e53c712f70609649fdff22",
+    "8268436f8c4126196cf64b3c7ddbda90746a378625f9813dd9b8457077256731",
+    "2810e5cbc2cc4d4eece54f61c6f69758e289aa7ab440b3cbeaa21995c2f4232b",
+    // Negative xy value.
+    "3eb858e78f5a7254d8c9731174a94f76755fd3941c0ac93735c07ba14579630e",
+    "a45fdc55c76448c049a1ab33f17023edfb2be3581e9c7aade8a6125215e04220",
+    "d483fe813c6ba647ebbfd3ec41adca1c6130c2beeee9d9bf065c8d151c5f396e",
+    "8a2e1d30050198c65a54483123960ccc38aef6848e1ec8f5f780e8523769ba32",
+    "32888462f8b486c68ad7dd9610be5192bbeaf3b443951ac1a8118419d9fa097b",
+    "227142501b9d4355ccba290404bde41575b037693cef1f438c47f8fbf35d1165",
+    "5c37cc491da847cfeb9281d407efc41e15144c876e0170b499a96a22ed31e01e",
+    "445425117cb8c90edcbc7c1cc0e74f747f2c1efa5630a967c64f287792a48a4b",
+    // s = −1, which causes y = 0.
+    "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    // The following are not in the RFC's list: its non-canonical strings with bit 255 set, and
+    // p + 1 (the first non-canonical encoding of an even s).
+    "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    "f3ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+];
+
+#[test]
+fn rfc9496_invalid_encodings_rejected_both_engines() {
+    let engines = engines("rfc9496_invalid_encodings_rejected_both_engines");
+    let mut rng = blindjoin_testkit::rng(16);
+    let n = 20;
+    let valid = valid_encodings(&mut rng, n);
+    let t = RistrettoPoint::mul_base(&random_scalar(&mut rng));
+    for (j, hex) in RFC9496_INVALID.iter().enumerate() {
+        let bad = unhex::<32>(hex);
+        assert!(CompressedRistretto(bad).decompress().is_none(), "{hex}");
+        // Alone, and at every position of a batch of valid points (so in every lane of the
+        // first group, in the partial second group, and after valid points).
+        let mut cases = vec![(bad.to_vec(), 0)];
+        for pos in [0, j % 8, 8 + j % 8, 16 + j % 4, n - 1] {
+            let mut input = valid.clone();
+            input[pos * 32..pos * 32 + 32].copy_from_slice(&bad);
+            cases.push((input, pos));
+        }
+        for (input, pos) in &cases {
+            for &use_simd in &engines {
+                let k = Scalar::from(3u8);
+                let mut out = Vec::new();
+                let r = decompress_mul_compress_with(input, &k, &mut out, use_simd);
+                assert_eq!(r, Err(*pos), "{hex} at {pos}, simd = {use_simd}");
+                let (mut out0, mut out1) = (Vec::new(), Vec::new());
+                let r = decompress_mul_pair_compress_with(
+                    input, &k, &t, &mut out0, &mut out1, use_simd,
+                );
+                assert_eq!(r, Err(*pos), "pair: {hex} at {pos}, simd = {use_simd}");
+            }
+        }
+    }
+}
+
+/// RFC 9496 Appendix A.3, "Group Elements from Uniform Byte Strings" for ristretto255: each
+/// input is SHA-512 of the ASCII label, listed as well so the hash is checked too, then the
+/// encoding of `from_uniform_bytes` of it. (Not among curve25519-dalek 5.0.0's tests; the
+/// strings are the RFC's, as in its draft in the CFRG repository.)
+const RFC9496_UNIFORM: [(&str, &str, &str); 7] = [
+    (
+        "Ristretto is traditionally a short shot of espresso coffee",
+        "5d1be09e3d0c82fc538112490e35701979d99e06ca3e2b5b54bffe8b4dc772c1\
+         4d98b696a1bbfb5ca32c436cc61c16563790306c79eaca7705668b47dffe5bb6",
+        "3066f82a1a747d45120d1740f14358531a8f04bbffe6a819f86dfe50f44a0a46",
+    ),
+    (
+        "made with the normal amount of ground coffee but extracted with",
+        "f116b34b8f17ceb56e8732a60d913dd10cce47a6d53bee9204be8b44f6678b27\
+         0102a56902e2488c46120e9276cfe54638286b9e4b3cdb470b542d46c2068d38",
+        "f26e5b6f7d362d2d2a94c5d0e7602cb4773c95a2e5c31a64f133189fa76ed61b",
+    ),
+    (
+        "about half the amount of water in the same amount of time",
+        "8422e1bbdaab52938b81fd602effb6f89110e1e57208ad12d9ad767e2e25510c\
+         27140775f9337088b982d83d7fcf0b2fa1edffe51952cbe7365e95c86eaf325c",
+        "006ccd2a9e6867e6a2c5cea83d3302cc9de128dd2a9a57dd8ee7b9d7ffe02826",
+    ),
+    (
+        "by using a finer grind.",
+        "ac22415129b61427bf464e17baee8db65940c233b98afce8d17c57beeb7876c2\
+         150d15af1cb1fb824bbd14955f2b57d08d388aab431a391cfc33d5bafb5dbbaf",
+        "f8f0c87cf237953c5890aec3998169005dae3eca1fbb04548c635953c817f92a",
+    ),
+    (
+        "This produces a concentrated shot of coffee per volume.",
+        "165d697a1ef3d5cf3c38565beefcf88c0f282b8e7dbd28544c483432f1cec767\
+         5debea8ebb4e5fe7d6f6e5db15f15587ac4d4d4a1de7191e0c1ca6664abcc413",
+        "ae81e7dedf20a497e10c304a765c1767a42d6e06029758d2d7e8ef7cc4c41179",
+    ),
+    (
+        "Just pulling a normal shot short will produce a weaker shot",
+        "a836e6c9a9ca9f1e8d486273ad56a78c70cf18f0ce10abb1c7172ddd605d7fd2\
+         979854f47ae1ccf204a33102095b4200e5befc0465accc263175485f0e17ea5c",
+        "e2705652ff9f5e44d3e841bf1c251cf7dddb77d140870d1ab2ed64f1a9ce8628",
+    ),
+    (
+        "and is not a Ristretto as some believe.",
+        "2cdc11eaeb95daf01189417cdddbf95952993aa9cb9c640eb5058d09702c7462\
+         2c9965a697a3b345ec24ee56335b556e677b30e6f90ac77d781064f866a3c982",
+        "80bd07262511cdde4863f8a7434cef696750681cb9510eea557088f76d9e5065",
+    ),
+];
+
+/// RFC 9496 Appendix A.3, second part: four inputs with non-canonical or high-bit halves that
+/// all map to the same element.
+const RFC9496_UNIFORM_SAME: ([&str; 4], &str) = (
+    [
+        "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff\
+         1200000000000000000000000000000000000000000000000000000000000000",
+        "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f\
+         ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+        "0000000000000000000000000000000000000000000000000000000000000080\
+         ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        "0000000000000000000000000000000000000000000000000000000000000000\
+         1200000000000000000000000000000000000000000000000000000000000080",
+    ],
+    "304282791023b73128d277bdcb5c7746ef2eac08dde9f2983379cb8e5ef0517f",
+);
+
+#[test]
+fn rfc9496_uniform_bytes_both_engines() {
+    use sha2::{Digest, Sha512};
+    let mut inputs: Vec<[u8; 64]> = Vec::new();
+    let mut expect: Vec<u8> = Vec::new();
+    for (label, input, output) in RFC9496_UNIFORM {
+        let hashed: [u8; 64] = Sha512::digest(label.as_bytes()).into();
+        assert_eq!(hashed, unhex::<64>(input), "SHA-512 of {label:?}");
+        inputs.push(hashed);
+        expect.extend_from_slice(&unhex::<32>(output));
+    }
+    let (same, output) = RFC9496_UNIFORM_SAME;
+    for input in same {
+        inputs.push(unhex::<64>(input));
+        expect.extend_from_slice(&unhex::<32>(output));
+    }
+    assert!(dalek_hash(&inputs, &Scalar::ONE) == expect);
+    // Alone (one partial group) and twice over (a full group and a partial one).
+    let twice: Vec<[u8; 64]> = inputs.iter().chain(inputs.iter()).copied().collect();
+    let expect_twice: Vec<u8> = expect.iter().chain(expect.iter()).copied().collect();
+    for use_simd in engines("rfc9496_uniform_bytes_both_engines") {
+        let mut out = Vec::new();
+        hash_mul_compress_with(&inputs, &Scalar::ONE, &mut out, use_simd);
+        assert!(out == expect, "simd = {use_simd}");
+        let mut out = Vec::new();
+        hash_mul_compress_with(&twice, &Scalar::ONE, &mut out, use_simd);
+        assert!(out == expect_twice, "twice, simd = {use_simd}");
     }
 }

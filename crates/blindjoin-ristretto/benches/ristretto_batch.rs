@@ -1,9 +1,14 @@
-//! Per-point cost of the batched Ristretto255 engine of `protocols::ecdh::batch` against dalek,
-//! on 4096 points and one thread: hash-to-group then multiply and compress, and decompress then
-//! multiply and compress. Divide the time per iteration by 4096 (or read the throughput).
+//! Per-point cost of the batched Ristretto255 engine of `blindjoin_ristretto` against dalek,
+//! on 4096 points and one thread: hash-to-group then multiply and compress, decompress then
+//! multiply and compress, and decompress then both `compress(k·P)` and `compress(k·P − T)` (the
+//! base-OT sender's pair). Divide the time per iteration by 4096 (or read the throughput).
+//!
+//! `cargo bench -p blindjoin-ristretto --bench ristretto_batch`
 #![allow(missing_docs)]
 
-use blindjoin_psi::protocols::ecdh::batch::__bench;
+use blindjoin_ristretto::{
+    decompress_mul_compress, decompress_mul_pair_compress, hash_mul_compress, simd_available,
+};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use curve25519_dalek::ristretto::{CompressedRistretto, RistrettoPoint};
 use curve25519_dalek::scalar::Scalar;
@@ -55,16 +60,33 @@ fn dalek_reblind(points: &[u8], k: &Scalar) -> Vec<u8> {
     out
 }
 
+/// The dalek path of the pair: `compress(k·P)` and `compress(k·P − T)` point by point.
+fn dalek_pair(points: &[u8], k: &Scalar, t: &RistrettoPoint) -> (Vec<u8>, Vec<u8>) {
+    let mut out0 = Vec::with_capacity(points.len());
+    let mut out1 = Vec::with_capacity(points.len());
+    for chunk in points.chunks_exact(32) {
+        let p = CompressedRistretto::from_slice(chunk)
+            .ok()
+            .and_then(|c| c.decompress());
+        if let Some(p) = p {
+            let kp = p * k;
+            out0.extend_from_slice(kp.compress().as_bytes());
+            out1.extend_from_slice((kp - t).compress().as_bytes());
+        }
+    }
+    (out0, out1)
+}
+
 fn bench(c: &mut Criterion) {
     let (uniform, points, k) = inputs();
     // The engine must agree with dalek before its speed means anything.
     let mut hashed = Vec::new();
-    __bench::hash_mul_compress(&uniform, &k, &mut hashed);
+    hash_mul_compress(&uniform, &k, &mut hashed);
     let mut reblinded = Vec::new();
-    let ok = __bench::decompress_mul_compress(&points, &k, &mut reblinded).is_ok();
+    let ok = decompress_mul_compress(&points, &k, &mut reblinded).is_ok();
     assert!(ok && hashed == dalek_hash(&uniform, &k) && reblinded == dalek_reblind(&points, &k));
 
-    let engine = if __bench::simd_available() {
+    let engine = if simd_available() {
         "batch_avx512ifma"
     } else {
         "batch_portable"
@@ -78,7 +100,7 @@ fn bench(c: &mut Criterion) {
         let mut out = Vec::with_capacity(N * 32);
         b.iter(|| {
             out.clear();
-            __bench::hash_mul_compress(black_box(&uniform), &k, &mut out);
+            hash_mul_compress(black_box(&uniform), &k, &mut out);
             black_box(&out);
         })
     });
@@ -95,12 +117,35 @@ fn bench(c: &mut Criterion) {
         let mut out = Vec::with_capacity(N * 32);
         b.iter(|| {
             out.clear();
-            let r = __bench::decompress_mul_compress(black_box(&points), &k, &mut out);
+            let r = decompress_mul_compress(black_box(&points), &k, &mut out);
             black_box((r.is_ok(), &out));
         })
     });
     g.bench_function("dalek", |b| {
         b.iter(|| black_box(dalek_reblind(black_box(&points), &k)))
+    });
+    g.finish();
+
+    let t = RistrettoPoint::mul_base(&(k * k));
+    let (mut out0, mut out1) = (Vec::new(), Vec::new());
+    let ok = decompress_mul_pair_compress(&points, &k, &t, &mut out0, &mut out1).is_ok();
+    assert!(ok && (out0, out1) == dalek_pair(&points, &k, &t));
+    let mut g = c.benchmark_group("decompress_mul_pair_compress");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(5));
+    g.bench_function(engine, |b| {
+        let mut out0 = Vec::with_capacity(N * 32);
+        let mut out1 = Vec::with_capacity(N * 32);
+        b.iter(|| {
+            out0.clear();
+            out1.clear();
+            let r = decompress_mul_pair_compress(black_box(&points), &k, &t, &mut out0, &mut out1);
+            black_box((r.is_ok(), &out0, &out1));
+        })
+    });
+    g.bench_function("dalek", |b| {
+        b.iter(|| black_box(dalek_pair(black_box(&points), &k, &t)))
     });
     g.finish();
 }

@@ -1,21 +1,33 @@
-//! Batched Ristretto255 hash-to-group and re-blinding with one secret scalar: eight points per
-//! AVX-512 IFMA instruction stream.
+//! blindjoin-ristretto: Ristretto255 scalar multiplication of many points by *one* secret
+//! scalar k, eight points per AVX-512 IFMA instruction stream, bit-exact with curve25519-dalek.
 //!
-//! The ECDH protocol multiplies *many* points by the *same* secret scalar k. dalek computes each
-//! `k·P` on its own, with the 4-way parallelism of its IFMA backend spread over the coordinates
-//! of one point, and its Elligator map, decoding and encoding in serial 64-bit arithmetic. This
-//! module instead runs eight independent points in the eight 64-bit lanes of AVX-512 vectors:
-//! since k is shared, the control flow (and the table index chosen for each digit of k) is the
-//! same in every lane, so nothing needs shuffling between lanes.
+//! # What it computes
 //!
 //! - [`hash_mul_compress`]: for each 64-byte uniform string `u`,
-//!   `compress(k · RistrettoPoint::from_uniform_bytes(u))`.
-//! - [`decompress_mul_compress`]: for each 32-byte encoding, `compress(k · decompress(P))`, or
-//!   the index of the first string that is not a valid encoding.
+//!   `compress(k · RistrettoPoint::from_uniform_bytes(u))` (RFC 9496 §4.3.4, then §4.3.2).
+//! - [`decompress_mul_compress`]: for each 32-byte string, `compress(k · decompress(P))`
+//!   (RFC 9496 §4.3.1), or the index of the first string that is not a valid encoding.
+//! - [`decompress_mul_pair_compress`]: the same decoding, and for each point both
+//!   `compress(k·P)` and `compress(k·P − T)` for one further point T: the sender's step of a
+//!   Chou-Orlandi base OT (`k = a`, `T = a·S`).
 //!
-//! Both give exactly dalek's bytes. They pick the eight-lane engine at run time when the CPU
-//! has AVX-512F, AVX-512 IFMA, AVX-512VL and AVX-512DQ (every IFMA CPU so far has all four),
-//! and fall back to dalek's own functions otherwise.
+//! Each gives exactly the bytes dalek gives for the same inputs, so parties on CPUs with and
+//! without IFMA interoperate.
+//!
+//! # Chosen at run time
+//!
+//! Every entry point checks once per process ([`simd_available`]) whether the CPU has
+//! AVX-512F, AVX-512 IFMA, AVX-512VL and AVX-512DQ (every IFMA CPU so far has all four) and
+//! then runs the eight-lane engine; otherwise, and on other architectures, it runs dalek's own
+//! functions point by point.
+//!
+//! # Why eight lanes
+//!
+//! dalek computes each `k·P` on its own, with the 4-way parallelism of its IFMA backend spread
+//! over the coordinates of one point, and its Elligator map, decoding and encoding in serial
+//! 64-bit arithmetic. This crate instead runs eight independent points in the eight 64-bit lanes
+//! of AVX-512 vectors: since k is shared, the control flow (and the table index chosen for each
+//! digit of k) is the same in every lane, so nothing needs shuffling between lanes.
 //!
 //! # Design
 //!
@@ -38,17 +50,26 @@
 //!   step by step as dalek's `ristretto.rs`, two groups at a time so that the latencies of
 //!   their exponent chains overlap. ENCODE (§4.3.2) of `k·P` is computed as ENCODE of
 //!   `2·((k/2)·P)` with dalek's `double_and_compress_batch` formulas: no inverse square root per
-//!   point, and one inversion for up to 16 groups (Montgomery's trick, lane by lane). The
-//!   tests compare all of it with dalek on thousands of points.
+//!   point, and one inversion for up to 16 groups (Montgomery's trick, lane by lane). For the
+//!   pair, `k·P − T = 2·((k/2)·P − T/2)` with `T/2 = ((ℓ + 1)/2)·T` computed once per call: one
+//!   more cached-point addition per group, then a second double-and-compress. The
+//!   tests compare all of it with dalek on thousands of points and with the known answers of
+//!   RFC 9496 Appendix A.
 //!
 //! # Constant time
 //!
-//! The secrets are k (and, for [`hash_mul_compress`], the hashed items). No branch or memory
-//! address depends on them: each digit's table entry is found by scanning all eight entries
-//! with blend masks, negation is a blend, and every per-lane choice in the field and Ristretto
-//! maps (signs, square or not, zero or not) is a mask. What is public by design: the batch
-//! length, and for [`decompress_mul_compress`] whether (and where) an encoding from the peer is
-//! invalid. The portable fallback inherits dalek's guarantees.
+//! The secrets are k (and, for [`hash_mul_compress`], the hashed items; for
+//! [`decompress_mul_pair_compress`], T and both outputs). No branch or memory address depends
+//! on them: each digit's table entry is found by scanning all eight entries with blend masks,
+//! negation is a blend, and every per-lane choice in the field and Ristretto maps (signs,
+//! square or not, zero or not) is a mask. T/2 enters the lanes through the same mask-only
+//! DECODE as the points, and its subtraction is the same in every lane. What is public by
+//! design: the batch length, and for the two decoding entry points whether (and where) an
+//! encoding is invalid. The portable fallback inherits dalek's guarantees. The digits of k/2,
+//! T/2 and its encoding are zeroised after use, and so are the engine's buffers of encodings in
+//! the decoding entry points; intermediate vectors on the stack are not (as in dalek). `AUDIT.md` next to this file lists the
+//! evidence and what would close each remaining concern.
+#![deny(missing_docs)]
 
 #[cfg(target_arch = "x86_64")]
 mod edwards;
@@ -75,7 +96,7 @@ const POINT_LEN: usize = 32;
 
 /// For each 64-byte uniform string `u_i`, appends `compress(k · from_uniform_bytes(u_i))`
 /// (32 bytes each) to `out`.
-pub(crate) fn hash_mul_compress(uniform: &[[u8; 64]], k: &Scalar, out: &mut Vec<u8>) {
+pub fn hash_mul_compress(uniform: &[[u8; 64]], k: &Scalar, out: &mut Vec<u8>) {
     hash_mul_compress_with(uniform, k, out, simd_available());
 }
 
@@ -84,16 +105,35 @@ pub(crate) fn hash_mul_compress(uniform: &[[u8; 64]], k: &Scalar, out: &mut Vec<
 ///
 /// `Err(i)` names the first chunk that is not a valid encoding (a trailing chunk shorter than
 /// 32 bytes counts as one); `out` then holds an unspecified prefix of the results.
-pub(crate) fn decompress_mul_compress(
-    points: &[u8],
-    k: &Scalar,
-    out: &mut Vec<u8>,
-) -> Result<(), usize> {
+pub fn decompress_mul_compress(points: &[u8], k: &Scalar, out: &mut Vec<u8>) -> Result<(), usize> {
     decompress_mul_compress_with(points, k, out, simd_available())
 }
 
-/// Whether the CPU has AVX-512F, AVX-512 IFMA, AVX-512VL and AVX-512DQ (detected once).
-fn simd_available() -> bool {
+/// For each 32-byte chunk of `points`: decodes it as a Ristretto255 point P (as
+/// [`decompress_mul_compress`] does), and appends `compress(k·P)` to `out0` and
+/// `compress(k·P − T)` to `out1`.
+///
+/// This is the sender's step of a Chou-Orlandi base OT (`k = a`, `T = a·S`): both outputs are
+/// secret Diffie-Hellman values. Both vectors are reserved for all results before anything is
+/// appended, so no result is left behind in a freed buffer, and the engine's stack buffers of
+/// encodings are zeroised before it returns; zeroising `out0` and `out1` (for instance as
+/// `Zeroizing<Vec<u8>>`) is the caller's.
+///
+/// `Err(i)` names the first chunk that is not a valid encoding (a trailing chunk shorter than
+/// 32 bytes counts as one); `out0` and `out1` then hold an unspecified prefix of the results.
+pub fn decompress_mul_pair_compress(
+    points: &[u8],
+    k: &Scalar,
+    t: &RistrettoPoint,
+    out0: &mut Vec<u8>,
+    out1: &mut Vec<u8>,
+) -> Result<(), usize> {
+    decompress_mul_pair_compress_with(points, k, t, out0, out1, simd_available())
+}
+
+/// Whether the eight-lane engine runs on this CPU: it has AVX-512F, AVX-512 IFMA, AVX-512VL
+/// and AVX-512DQ (detected once per process).
+pub fn simd_available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
         #[cfg(target_arch = "x86_64")]
@@ -164,6 +204,58 @@ fn decompress_mul_compress_with(
     if has_tail { Err(n) } else { Ok(()) }
 }
 
+/// [`decompress_mul_pair_compress`] with the engine chosen by the caller (`use_simd` is ignored
+/// when the CPU lacks the features).
+fn decompress_mul_pair_compress_with(
+    points: &[u8],
+    k: &Scalar,
+    t: &RistrettoPoint,
+    out0: &mut Vec<u8>,
+    out1: &mut Vec<u8>,
+    use_simd: bool,
+) -> Result<(), usize> {
+    let n = points.len() / POINT_LEN * POINT_LEN;
+    out0.reserve(n);
+    out1.reserve(n);
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = use_simd;
+    #[cfg(target_arch = "x86_64")]
+    if use_simd && simd_available() {
+        // k·P − T = 2·((k/2)·P − T/2): the engine subtracts T/2 before its double-and-compress.
+        let mut digits = half_digits(k);
+        let mut half_t = t * Scalar::from_bytes_mod_order(HALF);
+        let mut half_t_enc = half_t.compress().to_bytes();
+        half_t.zeroize();
+        // SAFETY: the CPU supports avx512f, avx512ifma, avx512vl and avx512dq (checked just
+        // above), the only requirement of the target-feature function.
+        let result =
+            unsafe { simd::decompress_mul_pair_compress(points, &digits, &half_t_enc, out0, out1) };
+        digits.zeroize();
+        half_t_enc.zeroize();
+        return result;
+    }
+    let chunks = points.chunks_exact(POINT_LEN);
+    let n = chunks.len();
+    let has_tail = !chunks.remainder().is_empty();
+    for (i, chunk) in chunks.enumerate() {
+        let p = CompressedRistretto::from_slice(chunk)
+            .ok()
+            .and_then(|c| c.decompress())
+            .ok_or(i)?;
+        let mut p0 = p * k;
+        let mut p1 = p0 - t;
+        let mut e0 = p0.compress();
+        let mut e1 = p1.compress();
+        out0.extend_from_slice(e0.as_bytes());
+        out1.extend_from_slice(e1.as_bytes());
+        p0.zeroize();
+        p1.zeroize();
+        e0.zeroize();
+        e1.zeroize();
+    }
+    if has_tail { Err(n) } else { Ok(()) }
+}
+
 /// (ℓ + 1)/2, the inverse of 2 modulo the group order ℓ.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const HALF: [u8; 32] = [
@@ -200,29 +292,4 @@ fn scalar_digits(k: &Scalar) -> [i8; 64] {
     }
     bytes.zeroize();
     d
-}
-
-/// Entry points for the benchmarks in `benches/`, which cannot reach `pub(crate)` items.
-#[doc(hidden)]
-pub mod __bench {
-    use curve25519_dalek::scalar::Scalar;
-
-    /// [`super::hash_mul_compress`] (the eight-lane engine when the CPU has it).
-    pub fn hash_mul_compress(uniform: &[[u8; 64]], k: &Scalar, out: &mut Vec<u8>) {
-        super::hash_mul_compress(uniform, k, out);
-    }
-
-    /// [`super::decompress_mul_compress`] (the eight-lane engine when the CPU has it).
-    pub fn decompress_mul_compress(
-        points: &[u8],
-        k: &Scalar,
-        out: &mut Vec<u8>,
-    ) -> Result<(), usize> {
-        super::decompress_mul_compress(points, k, out)
-    }
-
-    /// Whether the eight-lane engine runs on this CPU.
-    pub fn simd_available() -> bool {
-        super::simd_available()
-    }
 }

@@ -1,0 +1,135 @@
+//! Time of n = 512 Chou-Orlandi random base OTs, each party on a rayon pool of one thread:
+//!
+//! - `base_ot_co15/both_parties`: sender and receiver over the in-memory channel, in two threads
+//!   (so the time is about that of the slower party, the sender, plus the receiver's part that
+//!   precedes its message);
+//! - `base_ot_co15/sender_only`: the sender alone against a stand-in channel that discards `S`
+//!   and answers with one precomputed frame of 512 receiver points: `S = a·G`, `T = a·S` and the
+//!   decoding and key derivation of every `R_i`, with no receiver work in the time.
+//!
+//! `cargo bench -p blindjoin-ot --bench base_ot`
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
+use blindjoin_ot::base::{BaseOtReceiver, BaseOtSender, ChouOrlandiReceiver, ChouOrlandiSender};
+use blindjoin_testkit::{rng, run_two_party};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use curve25519_dalek::ristretto::RistrettoPoint;
+use curve25519_dalek::scalar::Scalar;
+use rand::{Rng, RngCore};
+use std::hint::black_box;
+use std::time::Duration;
+
+const N: usize = 512;
+const SID: [u8; 32] = [7; 32];
+
+/// Discards what is sent; every receive returns a copy of `replay`.
+struct Replay {
+    replay: Vec<u8>,
+}
+
+impl FrameSender for Replay {
+    fn send(&mut self, _msg: &'static str, frame: &[u8]) -> blindjoin_core::Result<()> {
+        black_box(frame);
+        Ok(())
+    }
+    fn close(&mut self) {}
+}
+
+impl FrameReceiver for Replay {
+    fn recv(&mut self, _: &'static str, _: usize) -> blindjoin_core::Result<Vec<u8>> {
+        Ok(self.replay.clone())
+    }
+}
+
+impl Channel for Replay {
+    fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
+        unimplemented!("not used by the base OT")
+    }
+}
+
+fn one_thread_pool() -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+}
+
+/// N encodings of random points `b_i·G`, as an honest receiver's message looks to the sender.
+fn receiver_points() -> Vec<u8> {
+    let mut r = rng(3);
+    (0..N)
+        .flat_map(|_| {
+            let mut wide = [0u8; 64];
+            r.fill_bytes(&mut wide);
+            RistrettoPoint::mul_base(&Scalar::from_bytes_mod_order_wide(&wide))
+                .compress()
+                .to_bytes()
+        })
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let sender_pool = one_thread_pool();
+    let receiver_pool = one_thread_pool();
+    let mut choice_rng = rng(1);
+    let choices: Vec<bool> = (0..N).map(|_| choice_rng.random()).collect();
+
+    let run = |seed: u64| {
+        run_two_party(
+            |ch| {
+                sender_pool.install(|| {
+                    ChouOrlandiSender::default().send_random(ch, &SID, N, &mut rng(seed))
+                })
+            },
+            |ch| {
+                receiver_pool.install(|| {
+                    ChouOrlandiReceiver::default().receive_random(
+                        ch,
+                        &SID,
+                        &choices,
+                        &mut rng(seed + 1),
+                    )
+                })
+            },
+        )
+    };
+    // The keys must be right before their speed means anything.
+    let (s, r) = run(10);
+    let (s, r) = (s.unwrap(), r.unwrap());
+    for ((pair, key), &c) in s.iter().zip(&r).zip(&choices) {
+        assert_eq!(pair[usize::from(c)], *key);
+        assert_ne!(pair[usize::from(!c)], *key);
+    }
+
+    let mut g = c.benchmark_group("base_ot_co15");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(20);
+    g.measurement_time(Duration::from_secs(10));
+    let mut seed = 100;
+    g.bench_function("both_parties", |b| {
+        b.iter(|| {
+            seed += 2;
+            let (s, r) = run(seed);
+            black_box((s.unwrap(), r.unwrap()))
+        })
+    });
+
+    let points = receiver_points();
+    g.bench_function("sender_only", |b| {
+        b.iter(|| {
+            seed += 1;
+            let mut ch = Replay {
+                replay: points.clone(),
+            };
+            let keys = sender_pool.install(|| {
+                ChouOrlandiSender::default().send_random(&mut ch, &SID, N, &mut rng(seed))
+            });
+            black_box(keys.unwrap())
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
