@@ -41,6 +41,47 @@ fn finish(mut child: Child, mut err: BufReader<std::process::ChildStderr>) -> (b
     (status.success(), rest)
 }
 
+/// Runs a listening party with `listener` and a party that connects to it with `connector`
+/// (its subcommand first; `--connect ADDR` is added); returns the connector's output and
+/// whether the listener succeeded, with its stderr.
+fn listen_and_connect(listener: &[&str], connector: &[&str]) -> (Output, bool, String) {
+    let (child, addr, err) = spawn_listener(listener);
+    let mut args = vec![connector[0], "--connect", &addr];
+    args.extend_from_slice(&connector[1..]);
+    let out = run(&args);
+    let (ok, rest) = finish(child, err);
+    (out, ok, rest)
+}
+
+/// [`listen_and_connect`] for a run both parties must finish successfully; returns the
+/// connector's stderr.
+fn run_pair(listener: &[&str], connector: &[&str]) -> String {
+    let (out, ok, listener_err) = listen_and_connect(listener, connector);
+    let connector_err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{connector:?}: {connector_err}");
+    assert!(ok, "{listener:?}: {listener_err}");
+    connector_err
+}
+
+/// A receiver on `a` that listens and writes the matched rows to `out` and its report to
+/// `json`, and a sender on `b` that connects, both with `common`; both must succeed. Returns the
+/// sender's stderr.
+fn join(a: &Path, b: &Path, out: &Path, json: &Path, common: &[&str]) -> String {
+    let mut rargs = vec![
+        "receive",
+        "--input",
+        s(a),
+        "--output",
+        s(out),
+        "--json",
+        s(json),
+    ];
+    rargs.extend(common);
+    let mut sargs = vec!["send", "--input", s(b)];
+    sargs.extend(common);
+    run_pair(&rargs, &sargs)
+}
+
 fn run(args: &[&str]) -> Output {
     bin().args(args).output().unwrap()
 }
@@ -109,27 +150,7 @@ fn receiver_listens_sender_connects_email_rows_match_exactly() {
     let (a, b) = generate(dir.path(), "400", "900", "150", "11");
     let (out, json) = (dir.path().join("out.csv"), dir.path().join("r.json"));
     let common = ["--column", "email", "--normalize", "email"];
-    let mut rargs = vec![
-        "receive",
-        "--input",
-        s(&a),
-        "--output",
-        s(&out),
-        "--json",
-        s(&json),
-    ];
-    rargs.extend(common);
-    let (recv, addr, err) = spawn_listener(&rargs);
-    let mut sargs = vec!["send", "--connect", &addr, "--input", s(&b)];
-    sargs.extend(common);
-    let send = run(&sargs);
-    assert!(
-        send.status.success(),
-        "{}",
-        String::from_utf8_lossy(&send.stderr)
-    );
-    let (ok, rerr) = finish(recv, err);
-    assert!(ok, "{rerr}");
+    let sender_line = join(&a, &b, &out, &json, &common);
 
     let expected = expected_email_rows(&a, &b);
     // Duplicates: more rows than distinct shared emails.
@@ -147,7 +168,6 @@ fn receiver_listens_sender_connects_email_rows_match_exactly() {
     assert_eq!(report["kappa"], 128);
     assert_eq!(report["lambda"], 40);
     assert!(report["traffic"]["bytes_sent"].as_u64().unwrap() >= 400 * 32);
-    let sender_line = String::from_utf8_lossy(&send.stderr);
     assert!(
         sender_line.contains("the receiver had 400"),
         "{sender_line}"
@@ -313,27 +333,7 @@ fn every_registered_protocol_writes_the_exact_rows() {
             name,
             "--insecure",
         ];
-        let mut rargs = vec![
-            "receive",
-            "--input",
-            s(&a),
-            "--output",
-            s(&out),
-            "--json",
-            s(&json),
-        ];
-        rargs.extend(common);
-        let (recv, addr, err) = spawn_listener(&rargs);
-        let mut sargs = vec!["send", "--connect", &addr, "--input", s(&b)];
-        sargs.extend(common);
-        let send = run(&sargs);
-        assert!(
-            send.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&send.stderr)
-        );
-        let (ok, rerr) = finish(recv, err);
-        assert!(ok, "{name}: {rerr}");
+        join(&a, &b, &out, &json, &common);
         let (header, rows) = read_csv(&out);
         assert_eq!(header, ["id", "email", "note"], "{name}");
         assert_eq!(rows, expected, "{name}");
@@ -567,31 +567,18 @@ fn empty_inputs_give_an_empty_intersection_with_the_header_kept() {
     );
     std::fs::write(&a, "id,email\n").unwrap();
     std::fs::write(&b, "id,email\n1,x@y.org\n").unwrap();
-    let (recv, addr, err) = spawn_listener(&[
-        "receive",
-        "--input",
-        s(&a),
-        "--column",
-        "email",
-        "--output",
-        s(&out),
-    ]);
-    let send = run(&[
-        "send",
-        "--connect",
-        &addr,
-        "--input",
-        s(&b),
-        "--column",
-        "email",
-    ]);
-    assert!(
-        send.status.success(),
-        "{}",
-        String::from_utf8_lossy(&send.stderr)
+    run_pair(
+        &[
+            "receive",
+            "--input",
+            s(&a),
+            "--column",
+            "email",
+            "--output",
+            s(&out),
+        ],
+        &["send", "--input", s(&b), "--column", "email"],
     );
-    let (ok, rerr) = finish(recv, err);
-    assert!(ok, "{rerr}");
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "id,email\n");
 }
 
@@ -601,36 +588,8 @@ fn phone_numbers_match_across_formats() {
     let (a, b) = generate(dir.path(), "120", "80", "30", "21");
     let out = dir.path().join("o.csv");
     let json = dir.path().join("r.json");
-    let (recv, addr, err) = spawn_listener(&[
-        "receive",
-        "--input",
-        s(&a),
-        "--column",
-        "phone",
-        "--normalize",
-        "phone",
-        "--output",
-        s(&out),
-        "--json",
-        s(&json),
-    ]);
-    let send = run(&[
-        "send",
-        "--connect",
-        &addr,
-        "--input",
-        s(&b),
-        "--column",
-        "phone",
-        "--normalize",
-        "phone",
-    ]);
-    assert!(
-        send.status.success(),
-        "{}",
-        String::from_utf8_lossy(&send.stderr)
-    );
-    assert!(finish(recv, err).0);
+    let phone = ["--column", "phone", "--normalize", "phone"];
+    join(&a, &b, &out, &json, &phone);
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     // The generator writes each shared person's phone in a different format in each file.
     assert_eq!(report["intersection"]["distinct_keys"], 30);

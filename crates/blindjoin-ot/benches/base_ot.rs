@@ -10,9 +10,8 @@
 //! `cargo bench -p blindjoin-ot --bench base_ot`
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
 use blindjoin_ot::base::{BaseOtReceiver, BaseOtSender, ChouOrlandiReceiver, ChouOrlandiSender};
-use blindjoin_testkit::{rng, run_two_party};
+use blindjoin_testkit::{Replay, rng, run_two_party};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use curve25519_dalek::ristretto::RistrettoPoint;
 use curve25519_dalek::scalar::Scalar;
@@ -22,31 +21,6 @@ use std::time::Duration;
 
 const N: usize = 512;
 const SID: [u8; 32] = [7; 32];
-
-/// Discards what is sent; every receive returns a copy of `replay`.
-struct Replay {
-    replay: Vec<u8>,
-}
-
-impl FrameSender for Replay {
-    fn send(&mut self, _msg: &'static str, frame: &[u8]) -> blindjoin_core::Result<()> {
-        black_box(frame);
-        Ok(())
-    }
-    fn close(&mut self) {}
-}
-
-impl FrameReceiver for Replay {
-    fn recv(&mut self, _: &'static str, _: usize) -> blindjoin_core::Result<Vec<u8>> {
-        Ok(self.replay.clone())
-    }
-}
-
-impl Channel for Replay {
-    fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
-        unimplemented!("not used by the base OT")
-    }
-}
 
 fn one_thread_pool() -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new()
@@ -119,9 +93,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("sender_only", |b| {
         b.iter(|| {
             seed += 1;
-            let mut ch = Replay {
-                replay: points.clone(),
-            };
+            let mut ch = Replay::new(points.clone());
             let keys = sender_pool.install(|| {
                 ChouOrlandiSender::default().send_random(&mut ch, &SID, N, &mut rng(seed))
             });

@@ -7,43 +7,16 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::Block;
-use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
 use blindjoin_core::prg::AesPrg;
 use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
 use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender};
 use blindjoin_ot::ext::kk13::{Kk13Receiver, Kk13Sender, code_len};
 use blindjoin_ot::ext::kkrt::{DEFAULT_CODE_BLOCKS, KkrtReceiver, KkrtSender};
-use blindjoin_testkit::{rng, run_two_party};
+use blindjoin_testkit::{Replay, rng, run_two_party};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use std::hint::black_box;
 
 const M: usize = 1 << 16;
 const SID: [u8; 32] = [1; 32];
-
-/// Discards what is sent; every receive returns a copy of `replay`.
-struct Replay {
-    replay: Vec<u8>,
-}
-
-impl FrameSender for Replay {
-    fn send(&mut self, _msg: &'static str, frame: &[u8]) -> blindjoin_core::Result<()> {
-        black_box(frame);
-        Ok(())
-    }
-    fn close(&mut self) {}
-}
-
-impl FrameReceiver for Replay {
-    fn recv(&mut self, _: &'static str, _: usize) -> blindjoin_core::Result<Vec<u8>> {
-        Ok(self.replay.clone())
-    }
-}
-
-impl Channel for Replay {
-    fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
-        unimplemented!("not used by the extensions")
-    }
-}
 
 fn random_bytes(n: usize) -> Vec<u8> {
     let mut v = vec![0u8; n];
@@ -68,13 +41,11 @@ fn iknp(c: &mut Criterion) {
     g.throughput(Throughput::Elements(M as u64));
     let choices: Vec<bool> = (0..M).map(|i| (i * 7) % 3 == 0).collect();
     let mut out = vec![Block::ZERO; M];
-    let mut sink = Replay { replay: Vec::new() };
+    let mut sink = Replay::new(Vec::new());
     g.bench_function("receiver", |b| {
         b.iter(|| r.receive_random(&mut sink, &choices, &mut out).unwrap())
     });
-    let mut replay = Replay {
-        replay: random_bytes(128 * M / 8),
-    };
+    let mut replay = Replay::new(random_bytes(128 * M / 8));
     let mut pairs = vec![[Block::ZERO; 2]; M];
     g.bench_function("sender", |b| {
         b.iter(|| s.send_random(&mut replay, &mut pairs).unwrap())
@@ -99,13 +70,11 @@ fn kk13(c: &mut Criterion) {
     g.throughput(Throughput::Elements(M as u64));
     let choices: Vec<u32> = (0..M as u32).map(|i| (i * 37) % 256).collect();
     let mut out = vec![Block::ZERO; M];
-    let mut sink = Replay { replay: Vec::new() };
+    let mut sink = Replay::new(Vec::new());
     g.bench_function("receiver", |b| {
         b.iter(|| r.receive_random(&mut sink, &choices, &mut out).unwrap())
     });
-    let mut replay = Replay {
-        replay: random_bytes(code_len(8) * M / 8),
-    };
+    let mut replay = Replay::new(random_bytes(code_len(8) * M / 8));
     // The sender's extension, plus the one output per OT a PSI sender computes.
     let queries: Vec<(usize, u32)> = (0..M).map(|i| (i, choices[i])).collect();
     g.bench_function("sender (one output per OT)", |b| {
@@ -135,13 +104,11 @@ fn kkrt(c: &mut Criterion) {
     g.throughput(Throughput::Elements(M as u64));
     let inputs: Vec<Block> = (0..M as u128).map(|i| Block(i * 0x9e37_79b9)).collect();
     let mut out = vec![Block::ZERO; 3 * M];
-    let mut sink = Replay { replay: Vec::new() };
+    let mut sink = Replay::new(Vec::new());
     g.bench_function("receiver", |b| {
         b.iter(|| r.receive(&mut sink, &inputs, &mut out[..M]).unwrap())
     });
-    let mut replay = Replay {
-        replay: random_bytes(128 * w * M / 8),
-    };
+    let mut replay = Replay::new(random_bytes(128 * w * M / 8));
     let queries: Vec<(usize, Block)> = (0..3 * M).map(|k| (k / 3, inputs[k / 3])).collect();
     g.bench_function("sender (3 evaluations per instance)", |b| {
         b.iter(|| {

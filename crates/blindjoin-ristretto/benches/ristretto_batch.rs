@@ -77,6 +77,18 @@ fn dalek_pair(points: &[u8], k: &Scalar, t: &RistrettoPoint) -> (Vec<u8>, Vec<u8
     (out0, out1)
 }
 
+/// A group of N points per iteration, 10 samples of 5 s.
+fn group<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(10);
+    g.measurement_time(Duration::from_secs(5));
+    g
+}
+
 fn bench(c: &mut Criterion) {
     let (uniform, points, k) = inputs();
     // The engine must agree with dalek before its speed means anything.
@@ -92,10 +104,7 @@ fn bench(c: &mut Criterion) {
         "batch_portable"
     };
 
-    let mut g = c.benchmark_group("hash_mul_compress");
-    g.throughput(Throughput::Elements(N as u64));
-    g.sample_size(10);
-    g.measurement_time(Duration::from_secs(5));
+    let mut g = group(c, "hash_mul_compress");
     g.bench_function(engine, |b| {
         let mut out = Vec::with_capacity(N * 32);
         b.iter(|| {
@@ -109,10 +118,7 @@ fn bench(c: &mut Criterion) {
     });
     g.finish();
 
-    let mut g = c.benchmark_group("decompress_mul_compress");
-    g.throughput(Throughput::Elements(N as u64));
-    g.sample_size(10);
-    g.measurement_time(Duration::from_secs(5));
+    let mut g = group(c, "decompress_mul_compress");
     g.bench_function(engine, |b| {
         let mut out = Vec::with_capacity(N * 32);
         b.iter(|| {
@@ -130,10 +136,7 @@ fn bench(c: &mut Criterion) {
     let (mut out0, mut out1) = (Vec::new(), Vec::new());
     let ok = decompress_mul_pair_compress(&points, &k, &t, &mut out0, &mut out1).is_ok();
     assert!(ok && (out0, out1) == dalek_pair(&points, &k, &t));
-    let mut g = c.benchmark_group("decompress_mul_pair_compress");
-    g.throughput(Throughput::Elements(N as u64));
-    g.sample_size(10);
-    g.measurement_time(Duration::from_secs(5));
+    let mut g = group(c, "decompress_mul_pair_compress");
     g.bench_function(engine, |b| {
         let mut out0 = Vec::with_capacity(N * 32);
         let mut out1 = Vec::with_capacity(N * 32);

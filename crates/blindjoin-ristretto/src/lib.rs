@@ -191,6 +191,15 @@ fn decompress_mul_compress_with(
         digits.zeroize();
         return result;
     }
+    decode_each(points, |p| {
+        out.extend_from_slice((p * k).compress().as_bytes())
+    })
+}
+
+/// Decodes each 32-byte chunk of `points` (dalek, canonical encodings only) and hands the
+/// point to `f`; `Err(i)` names the first chunk that is not a valid encoding (a trailing chunk
+/// shorter than 32 bytes counts as one). The portable path of the entry points.
+fn decode_each(points: &[u8], mut f: impl FnMut(RistrettoPoint)) -> Result<(), usize> {
     let chunks = points.chunks_exact(POINT_LEN);
     let n = chunks.len();
     let has_tail = !chunks.remainder().is_empty();
@@ -199,7 +208,7 @@ fn decompress_mul_compress_with(
             .ok()
             .and_then(|c| c.decompress())
             .ok_or(i)?;
-        out.extend_from_slice((p * k).compress().as_bytes());
+        f(p);
     }
     if has_tail { Err(n) } else { Ok(()) }
 }
@@ -234,14 +243,7 @@ fn decompress_mul_pair_compress_with(
         half_t_enc.zeroize();
         return result;
     }
-    let chunks = points.chunks_exact(POINT_LEN);
-    let n = chunks.len();
-    let has_tail = !chunks.remainder().is_empty();
-    for (i, chunk) in chunks.enumerate() {
-        let p = CompressedRistretto::from_slice(chunk)
-            .ok()
-            .and_then(|c| c.decompress())
-            .ok_or(i)?;
+    decode_each(points, |p| {
         let mut p0 = p * k;
         let mut p1 = p0 - t;
         let mut e0 = p0.compress();
@@ -252,8 +254,7 @@ fn decompress_mul_pair_compress_with(
         p1.zeroize();
         e0.zeroize();
         e1.zeroize();
-    }
-    if has_tail { Err(n) } else { Ok(()) }
+    })
 }
 
 /// (ℓ + 1)/2, the inverse of 2 modulo the group order ℓ.
