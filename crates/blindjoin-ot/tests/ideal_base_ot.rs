@@ -1,15 +1,23 @@
 //! The ideal-functionality base OT (feature `ideal-base-ot`, enabled for these tests by the
 //! crate's dev-dependency on itself): the receiver's key is the sender's key at its choice;
-//! zero OTs exchange nothing; a truncated or overlong keys frame is an error.
+//! zero OTs exchange nothing; a truncated or overlong keys frame is an error; IKNP, KOS, KK13
+//! and KKRT set up over it give correct OTs, and their setup is timed against CO15's.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use blindjoin_core::Error;
+use blindjoin_core::{Block, Error};
 use blindjoin_ot::base::ideal::{
     IdealBaseOtReceiver, IdealBaseOtSender, MAX_IDEAL_BASE_OTS, MSG_IDEAL_KEYS,
 };
-use blindjoin_ot::base::{BaseOtReceiver, BaseOtSender, KEY_LEN};
+use blindjoin_ot::base::{
+    BaseOtReceiver, BaseOtSender, ChouOrlandiReceiver, ChouOrlandiSender, KEY_LEN,
+};
+use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender};
+use blindjoin_ot::ext::kk13::{Kk13Receiver, Kk13Sender};
+use blindjoin_ot::ext::kkrt::{DEFAULT_CODE_BLOCKS, KkrtReceiver, KkrtSender};
+use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
 use blindjoin_testkit::{Attack, Tamper, Target, rng, run_two_party};
 use rand::Rng;
+use std::time::Instant;
 
 const SID: [u8; 32] = [0x1d; 32];
 
@@ -135,4 +143,159 @@ fn too_many_ots_is_an_invalid_parameter() {
     );
     assert!(matches!(sent, Err(Error::InvalidParam { .. })), "{sent:?}");
     assert!(matches!(got, Err(Error::InvalidParam { .. })), "{got:?}");
+}
+
+#[test]
+fn iknp_and_kos_over_the_ideal_base_ot() {
+    let c = random_choices(1000, 7);
+    let (got, sent) = run_two_party(
+        |ch| {
+            let mut r =
+                IknpReceiver::setup(&mut IdealBaseOtSender::default(), ch, &SID, &mut rng(1))
+                    .unwrap();
+            let mut k =
+                KosReceiver::setup(&mut IdealBaseOtSender::default(), ch, &SID, &mut rng(3))
+                    .unwrap();
+            let mut a = vec![Block::ZERO; c.len()];
+            r.receive_random(ch, &c, &mut a).unwrap();
+            let mut b = vec![Block::ZERO; c.len()];
+            k.receive_random(ch, &c, &mut b).unwrap();
+            (a, b)
+        },
+        |ch| {
+            let mut s =
+                IknpSender::setup(&mut IdealBaseOtReceiver::default(), ch, &SID, &mut rng(2))
+                    .unwrap();
+            let mut k =
+                KosSender::setup(&mut IdealBaseOtReceiver::default(), ch, &SID, &mut rng(4))
+                    .unwrap();
+            let mut a = vec![[Block::ZERO; 2]; c.len()];
+            s.send_random(ch, &mut a).unwrap();
+            let mut b = vec![[Block::ZERO; 2]; c.len()];
+            k.send_random(ch, &mut b).unwrap();
+            (a, b)
+        },
+    );
+    for (outs, pairs) in [(&got.0, &sent.0), (&got.1, &sent.1)] {
+        for (i, ((o, p), &b)) in outs.iter().zip(pairs).zip(&c).enumerate() {
+            assert_eq!(*o, p[usize::from(b)], "OT {i}");
+            assert_ne!(*o, p[usize::from(!b)], "OT {i}");
+        }
+    }
+}
+
+#[test]
+fn kk13_over_the_ideal_base_ot() {
+    let c: Vec<u32> = (0..1000u32).map(|i| (i * 37 + 11) % 256).collect();
+    let (got, sent) = run_two_party(
+        |ch| {
+            let mut r =
+                Kk13Receiver::setup(&mut IdealBaseOtSender::default(), 8, ch, &SID, &mut rng(1))
+                    .unwrap();
+            let mut out = vec![Block::ZERO; c.len()];
+            r.receive_random(ch, &c, &mut out).unwrap();
+            out
+        },
+        |ch| {
+            let mut s = Kk13Sender::setup(
+                &mut IdealBaseOtReceiver::default(),
+                8,
+                ch,
+                &SID,
+                &mut rng(2),
+            )
+            .unwrap();
+            s.send_random(ch, c.len()).unwrap()
+        },
+    );
+    for (i, (&v, g)) in c.iter().zip(&got).enumerate() {
+        assert_eq!(*g, sent.output(i, v).unwrap(), "OT {i}");
+        assert_ne!(*g, sent.output(i, (v + 1) % 256).unwrap(), "OT {i}");
+    }
+}
+
+#[test]
+fn kkrt_over_the_ideal_base_ot() {
+    let x: Vec<Block> = (0..1000u128).map(|i| Block(i * 0x9e37_79b9 + 5)).collect();
+    let (got, sent) = run_two_party(
+        |ch| {
+            let mut r = KkrtReceiver::setup(
+                &mut IdealBaseOtSender::default(),
+                DEFAULT_CODE_BLOCKS,
+                ch,
+                &SID,
+                &mut rng(1),
+            )
+            .unwrap();
+            let mut out = vec![Block::ZERO; x.len()];
+            r.receive(ch, &x, &mut out).unwrap();
+            out
+        },
+        |ch| {
+            let mut s = KkrtSender::setup(
+                &mut IdealBaseOtReceiver::default(),
+                DEFAULT_CODE_BLOCKS,
+                ch,
+                &SID,
+                &mut rng(2),
+            )
+            .unwrap();
+            s.send(ch, x.len()).unwrap()
+        },
+    );
+    for (i, (y, g)) in x.iter().zip(&got).enumerate() {
+        assert_eq!(*g, sent.eval(i, *y).unwrap(), "instance {i}");
+        assert_ne!(*g, sent.eval(i, Block(y.0 ^ 1)).unwrap(), "instance {i}");
+    }
+}
+
+/// Best-of-`reps` seconds of a KKRT setup (k = 512 base OTs, both parties, in-memory channel)
+/// over the given base OTs.
+fn time_kkrt_setup<S, R>(
+    reps: u64,
+    base_of_r: impl Fn() -> S + Sync,
+    base_of_s: impl Fn() -> R + Sync,
+) -> f64
+where
+    S: BaseOtSender,
+    R: BaseOtReceiver,
+{
+    let mut best = f64::INFINITY;
+    for k in 0..reps {
+        let t = Instant::now();
+        run_two_party(
+            |ch| {
+                KkrtReceiver::setup(&mut base_of_r(), DEFAULT_CODE_BLOCKS, ch, &SID, &mut rng(k))
+                    .unwrap()
+            },
+            |ch| {
+                KkrtSender::setup(
+                    &mut base_of_s(),
+                    DEFAULT_CODE_BLOCKS,
+                    ch,
+                    &SID,
+                    &mut rng(k + 99),
+                )
+                .unwrap()
+            },
+        );
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    best
+}
+
+/// The setup of an extension with 512 base OTs (KKRT, w = 4) over the ideal base OT and over
+/// CO15: `cargo test --release -p blindjoin-ot --test ideal_base_ot -- --ignored --nocapture`.
+#[test]
+#[ignore = "timing"]
+fn timing_setup_ideal_vs_co15() {
+    let co15 = time_kkrt_setup(10, ChouOrlandiSender::default, ChouOrlandiReceiver::default);
+    let ideal = time_kkrt_setup(10, IdealBaseOtSender::default, IdealBaseOtReceiver::default);
+    println!(
+        "KKRT setup, 512 base OTs, best of 10: CO15 {:.2} ms, ideal {:.3} ms ({:.0}x faster)",
+        co15 * 1e3,
+        ideal * 1e3,
+        co15 / ideal
+    );
+    assert!(ideal < co15);
 }

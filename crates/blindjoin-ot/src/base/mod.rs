@@ -141,7 +141,7 @@ pub const MSG_SENDER_POINT: &str = "the base-OT sender's point S";
 pub const MSG_RECEIVER_POINTS: &str = "the base-OT receiver's points R_i";
 
 /// Sender of random base OTs: learns n pairs of random 16-byte keys. The keys are returned to
-/// the caller, who should wipe them after use.
+/// the caller, who wipes them after use (the OT extensions do, once their PRGs are keyed).
 ///
 /// Errors: [`Error::InvalidParam`](blindjoin_core::Error::InvalidParam) if `n` exceeds
 /// [`MAX_BASE_OTS`]; [`Error::Malformed`](blindjoin_core::Error::Malformed) (naming the element)

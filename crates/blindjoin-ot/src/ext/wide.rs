@@ -28,7 +28,7 @@ use blindjoin_core::prg::AesPrg;
 use blindjoin_core::transpose::transpose_128xn;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 /// The most blocks per row [`RowHash`] and the cores accept (κ' = 1024).
 pub(crate) const MAX_WIDTH: usize = 8;
@@ -220,8 +220,12 @@ impl Drop for WideSender {
     fn drop(&mut self) {
         self.s.zeroize();
         self.cols.zeroize();
+        self.tiles.zeroize();
     }
 }
+
+/// s and the buffers are wiped by `Drop`; the PRGs wipe their own keys.
+impl ZeroizeOnDrop for WideSender {}
 
 impl WideSender {
     /// Runs the 128·`width` base OTs as their receiver with a random s.
@@ -233,17 +237,22 @@ impl WideSender {
         rng: &mut impl CryptoRng,
     ) -> Result<Self> {
         check_width(width)?;
-        let s: Vec<Block> = (0..width).map(|_| Block::random(rng)).collect();
-        let choices: Vec<bool> = (0..128 * width).map(|j| s[j / 128].bit(j % 128)).collect();
-        let prgs = seed_prgs(base, ch, sid, &choices, rng)?;
-        Ok(WideSender {
+        // Built before the base OTs so that an error there drops (and wipes) s.
+        let mut sender = WideSender {
             width,
-            s,
-            prgs,
+            s: (0..width).map(|_| Block::random(rng)).collect(),
+            prgs: Vec::new(),
             next_index: 0,
             cols: Vec::new(),
             tiles: Vec::new(),
-        })
+        };
+        let choices: Zeroizing<Vec<bool>> = Zeroizing::new(
+            (0..128 * width)
+                .map(|j| sender.s[j / 128].bit(j % 128))
+                .collect(),
+        );
+        sender.prgs = seed_prgs(base, ch, sid, &choices, rng)?;
+        Ok(sender)
     }
 
     /// The sender's secret s (w blocks).
@@ -312,8 +321,12 @@ impl Drop for WideReceiver {
         self.t.zeroize();
         self.u.zeroize();
         self.g1.zeroize();
+        self.tiles.zeroize();
     }
 }
+
+/// The buffers are wiped by `Drop`; the PRGs wipe their own keys.
+impl ZeroizeOnDrop for WideReceiver {}
 
 impl WideReceiver {
     /// Runs the 128·`width` base OTs as their sender.
@@ -386,6 +399,13 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use sha2::{Digest, Sha256};
+
+    #[test]
+    fn the_cores_zeroize_on_drop() {
+        fn assert_zod<T: zeroize::ZeroizeOnDrop>() {}
+        assert_zod::<WideSender>();
+        assert_zod::<WideReceiver>();
+    }
 
     #[test]
     fn row_hash_is_sha256_of_the_documented_input() {

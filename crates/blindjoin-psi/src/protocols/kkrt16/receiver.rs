@@ -41,8 +41,13 @@ pub fn receive<C: Channel + ?Sized>(
     send_msg(ch, MSG_SETUP, &Setup { bins: bins as u64 })?;
     let t = phases.lap("cuckoo", t);
 
-    let mut oprf = KkrtReceiver::new(ChouOrlandiSender::default(), code_width(session.lambda))?;
-    oprf.setup(ch, &session.id, rng)?;
+    let mut oprf = KkrtReceiver::setup(
+        &mut ChouOrlandiSender::default(),
+        code_width(session.lambda),
+        ch,
+        &session.id,
+        rng,
+    )?;
     let t = phases.lap("base OT", t);
 
     // One OPRF instance per bin: its item XOR its hash index, or a random dummy.

@@ -49,8 +49,13 @@ pub fn send<C: Channel + ?Sized>(
     let queries = bucket_queries(items, &hashed, bins);
     drop(hashed);
 
-    let mut oprf = KkrtSender::new(ChouOrlandiReceiver::default(), code_width(session.lambda))?;
-    oprf.setup(ch, &session.id, rng)?;
+    let mut oprf = KkrtSender::setup(
+        &mut ChouOrlandiReceiver::default(),
+        code_width(session.lambda),
+        ch,
+        &session.id,
+        rng,
+    )?;
     let t = phases.lap("base OT", t);
 
     // Set j's tags in the order of evaluation, shuffled when complete.

@@ -92,8 +92,13 @@ pub fn receive<C: Channel + ?Sized>(
     drop(blocks);
     let t = phases.lap("hash", t);
 
-    let mut kk = Kk13Receiver::new(ChouOrlandiSender::default(), super::ETA)?;
-    kk.setup(ch, &session.id, rng)?;
+    let mut kk = Kk13Receiver::setup(
+        &mut ChouOrlandiSender::default(),
+        super::ETA,
+        ch,
+        &session.id,
+        rng,
+    )?;
     let t = phases.lap("base OT", t);
 
     // One chunk of virtual bins per KK13 call: choices (random for empty bins), outputs, and

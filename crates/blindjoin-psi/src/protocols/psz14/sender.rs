@@ -117,8 +117,13 @@ pub fn send<C: Channel + ?Sized>(
     setup.check(&Setup::of(&p))?;
     let t = phases.lap("hash", t);
 
-    let mut kk = Kk13Sender::new(ChouOrlandiReceiver::default(), super::ETA)?;
-    kk.setup(ch, &session.id, rng)?;
+    let mut kk = Kk13Sender::setup(
+        &mut ChouOrlandiReceiver::default(),
+        super::ETA,
+        ch,
+        &session.id,
+        rng,
+    )?;
     let t = phases.lap("base OT", t);
 
     let (tb, l2) = (p.blocks, p.bin_mask_len);
