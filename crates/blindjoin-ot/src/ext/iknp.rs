@@ -7,7 +7,8 @@
 //! PRG keys and the row buffers are wiped when the value is dropped.
 
 use super::{
-    CHUNK, KAPPA, check_out_len, pack_bits, row_bytes, seed_prg_pairs, seed_prgs, session_aes,
+    CHUNK, KAPPA, check_out_len, grow_wiping, pack_bits, row_bytes, seed_prg_pairs, seed_prgs,
+    session_aes,
 };
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::aes::FixedKeyAes;
@@ -165,6 +166,7 @@ impl IknpSender {
             ));
         }
         let q = &mut self.columns;
+        grow_wiping(q, KAPPA * rb);
         q.resize(KAPPA * rb, 0);
         for (j, (qj, uj)) in q.chunks_exact_mut(rb).zip(u.chunks_exact(rb)).enumerate() {
             self.prgs[j].fill_bytes(qj);
@@ -201,6 +203,7 @@ impl IknpSender {
         let first = self.next_index;
         // Wiped if an error ends the batch; handed back to `self.rows` otherwise.
         let mut q = Zeroizing::new(std::mem::take(&mut self.rows));
+        grow_wiping(&mut q, CHUNK.min(out.len()));
         q.resize(CHUNK.min(out.len()), Block::ZERO);
         let s = self.s;
         for (k, o) in out.chunks_mut(CHUNK).enumerate() {
@@ -335,6 +338,8 @@ impl IknpReceiver {
                 rc
             };
             let [t, u] = &mut self.columns;
+            grow_wiping(t, KAPPA * rb);
+            grow_wiping(u, KAPPA * rb);
             t.resize(KAPPA * rb, 0);
             u.resize(KAPPA * rb, 0);
             for (j, (tj, uj)) in t

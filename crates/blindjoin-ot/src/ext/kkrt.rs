@@ -62,7 +62,7 @@
 //! out-of-range instance is an `InvalidParam` error, not a panic.
 
 use super::wide::{RowHash, WideReceiver, WideSender, check_width, rows_to_columns};
-use super::{KAPPA, check_out_len, session_aes};
+use super::{KAPPA, check_out_len, grow_wiping, session_aes};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::Channel;
@@ -145,9 +145,11 @@ impl Prc {
     fn encode(&self, inputs: &[Block], tmp: &mut Vec<Block>, out: &mut Vec<Block>) {
         let w = self.keys.len();
         out.clear();
+        grow_wiping(out, inputs.len() * w);
         out.resize(inputs.len() * w, Block::ZERO);
         for (g, aes) in self.keys.iter().enumerate() {
             tmp.clear();
+            grow_wiping(tmp, inputs.len());
             tmp.extend_from_slice(inputs);
             aes.permute(tmp);
             for (row, c) in out.chunks_exact_mut(w).zip(tmp.iter()) {

@@ -203,6 +203,18 @@ fn prg_from_key(key: &[u8; 16]) -> AesPrg {
     prg
 }
 
+/// Makes room for `capacity` elements in a buffer of secrets, keeping its contents: if that needs
+/// a new allocation, the old one is wiped before it is freed (a plain `resize` or `reserve` would
+/// free it with its contents in place). Called before a buffer is resized or appended to.
+pub(crate) fn grow_wiping<T: Zeroize + Copy>(buf: &mut Vec<T>, capacity: usize) {
+    if capacity > buf.capacity() {
+        let mut grown = Vec::with_capacity(capacity);
+        grown.extend_from_slice(buf);
+        buf.zeroize();
+        *buf = grown;
+    }
+}
+
 /// Keeps a finished batch's row buffer, zeroised, as the spare of the next batch (if it is the
 /// larger of the two), so that batches reuse memory instead of page-faulting fresh allocations.
 pub(crate) fn keep_spare(spare: &mut Vec<Block>, mut rows: Vec<Block>) {
@@ -250,6 +262,18 @@ pub(crate) fn pack_bits(bits: &[bool]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grow_wiping_keeps_the_contents_and_the_capacity_it_has() {
+        let mut v: Vec<u8> = Vec::with_capacity(4);
+        v.extend_from_slice(&[1, 2, 3]);
+        let ptr = v.as_ptr();
+        grow_wiping(&mut v, 4);
+        assert_eq!((v.as_ptr(), v.as_slice()), (ptr, &[1u8, 2, 3][..]));
+        grow_wiping(&mut v, 100);
+        assert_eq!(v, [1, 2, 3]);
+        assert!(v.capacity() >= 100);
+    }
 
     #[test]
     fn packing_pads_to_whole_blocks() {

@@ -20,7 +20,7 @@
 //! Buffers for one chunk's columns are kept between chunks and calls, so the steady state
 //! allocates only the caller's rows.
 
-use super::{CHUNK, row_bytes, seed_prg_pairs, seed_prgs};
+use super::{CHUNK, grow_wiping, row_bytes, seed_prg_pairs, seed_prgs};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::channel::Channel;
 use blindjoin_core::prefix_hash::{HashScratch, PrefixHash};
@@ -164,11 +164,13 @@ pub(crate) fn columns_to_rows(
     rows: &mut Vec<Block>,
 ) -> Result<()> {
     let tile_len = rb * 8;
+    grow_wiping(tiles, width * tile_len);
     tiles.resize(width * tile_len, Block::ZERO);
     for (g, tile) in tiles.chunks_exact_mut(tile_len).enumerate() {
         transpose_128xn(&cols[g * 128 * rb..(g + 1) * 128 * rb], rb, tile)?;
     }
     let start = rows.len();
+    grow_wiping(rows, start + len * width);
     rows.resize(start + len * width, Block::ZERO);
     for (i, row) in rows[start..].chunks_exact_mut(width).enumerate() {
         for (g, r) in row.iter_mut().enumerate() {
@@ -272,7 +274,7 @@ impl WideSender {
     ) -> Result<u64> {
         let first = self.next_index;
         let kp = 128 * self.width;
-        rows.reserve(m * self.width);
+        grow_wiping(rows, rows.len() + m * self.width);
         let mut left = m;
         while left > 0 {
             let len = left.min(CHUNK);
@@ -284,6 +286,7 @@ impl WideSender {
                     format!("{} bytes, {} expected", u.len(), kp * rb),
                 ));
             }
+            grow_wiping(&mut self.cols, kp * rb);
             self.cols.resize(kp * rb, 0);
             for (j, (qj, uj)) in self
                 .cols
@@ -364,11 +367,14 @@ impl WideReceiver {
     ) -> Result<u64> {
         let first = self.next_index;
         let kp = 128 * self.width;
-        rows.reserve(m * self.width);
+        grow_wiping(rows, rows.len() + m * self.width);
         let mut start = 0;
         while start < m {
             let len = (m - start).min(CHUNK);
             let rb = row_bytes(len);
+            grow_wiping(&mut self.t, kp * rb);
+            grow_wiping(&mut self.u, kp * rb);
+            grow_wiping(&mut self.g1, rb);
             self.t.resize(kp * rb, 0);
             self.u.resize(kp * rb, 0);
             self.g1.resize(rb, 0);
