@@ -145,8 +145,8 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
     let setup_seconds;
     match (a.kind, is_receiver) {
         (OtKind::Iknp, true) => {
-            let mut r = IknpReceiver::new(ChouOrlandiSender::default());
-            r.setup(&mut ch, &sid, &mut rng)?;
+            let mut r =
+                IknpReceiver::setup(&mut ChouOrlandiSender::default(), &mut ch, &sid, &mut rng)?;
             setup_seconds = t0.elapsed().as_secs_f64();
             let mut out = vec![Block::ZERO; BATCH];
             for c in choices.chunks(BATCH) {
@@ -154,8 +154,8 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
             }
         }
         (OtKind::Iknp, false) => {
-            let mut s = IknpSender::new(ChouOrlandiReceiver::default());
-            s.setup(&mut ch, &sid, &mut rng)?;
+            let mut s =
+                IknpSender::setup(&mut ChouOrlandiReceiver::default(), &mut ch, &sid, &mut rng)?;
             setup_seconds = t0.elapsed().as_secs_f64();
             let mut out = vec![[Block::ZERO; 2]; BATCH];
             for start in (0..a.count).step_by(BATCH) {
@@ -164,8 +164,8 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
             }
         }
         (OtKind::Kos, true) => {
-            let mut r = KosReceiver::new(ChouOrlandiSender::default());
-            r.setup(&mut ch, &sid, &mut rng)?;
+            let mut r =
+                KosReceiver::setup(&mut ChouOrlandiSender::default(), &mut ch, &sid, &mut rng)?;
             setup_seconds = t0.elapsed().as_secs_f64();
             let mut out = vec![Block::ZERO; BATCH];
             for c in choices.chunks(BATCH) {
@@ -173,8 +173,13 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
             }
         }
         (OtKind::Kk13, true) => {
-            let mut r = Kk13Receiver::new(ChouOrlandiSender::default(), 8)?;
-            r.setup(&mut ch, &sid, &mut rng)?;
+            let mut r = Kk13Receiver::setup(
+                &mut ChouOrlandiSender::default(),
+                8,
+                &mut ch,
+                &sid,
+                &mut rng,
+            )?;
             setup_seconds = t0.elapsed().as_secs_f64();
             let mut out = vec![Block::ZERO; BATCH];
             for c in choices_256.chunks(BATCH) {
@@ -182,8 +187,13 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
             }
         }
         (OtKind::Kk13, false) => {
-            let mut s = Kk13Sender::new(ChouOrlandiReceiver::default(), 8)?;
-            s.setup(&mut ch, &sid, &mut rng)?;
+            let mut s = Kk13Sender::setup(
+                &mut ChouOrlandiReceiver::default(),
+                8,
+                &mut ch,
+                &sid,
+                &mut rng,
+            )?;
             setup_seconds = t0.elapsed().as_secs_f64();
             for start in (0..a.count).step_by(BATCH) {
                 let n = BATCH.min(a.count - start);
@@ -194,8 +204,13 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
         }
         (OtKind::Kkrt, true) => {
             let inputs: Vec<Block> = (0..a.count).map(|_| Block(rng.random())).collect();
-            let mut r = KkrtReceiver::new(ChouOrlandiSender::default(), DEFAULT_CODE_BLOCKS)?;
-            r.setup(&mut ch, &sid, &mut rng)?;
+            let mut r = KkrtReceiver::setup(
+                &mut ChouOrlandiSender::default(),
+                DEFAULT_CODE_BLOCKS,
+                &mut ch,
+                &sid,
+                &mut rng,
+            )?;
             setup_seconds = t0.elapsed().as_secs_f64();
             let mut out = vec![Block::ZERO; KKRT_BATCH];
             for x in inputs.chunks(KKRT_BATCH) {
@@ -203,8 +218,13 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
             }
         }
         (OtKind::Kkrt, false) => {
-            let mut s = KkrtSender::new(ChouOrlandiReceiver::default(), DEFAULT_CODE_BLOCKS)?;
-            s.setup(&mut ch, &sid, &mut rng)?;
+            let mut s = KkrtSender::setup(
+                &mut ChouOrlandiReceiver::default(),
+                DEFAULT_CODE_BLOCKS,
+                &mut ch,
+                &sid,
+                &mut rng,
+            )?;
             setup_seconds = t0.elapsed().as_secs_f64();
             let mut queries = Vec::with_capacity(3 * KKRT_BATCH);
             let mut out = vec![Block::ZERO; 3 * KKRT_BATCH];
@@ -220,8 +240,8 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
             }
         }
         (OtKind::Kos, false) => {
-            let mut s = KosSender::new(ChouOrlandiReceiver::default());
-            s.setup(&mut ch, &sid, &mut rng)?;
+            let mut s =
+                KosSender::setup(&mut ChouOrlandiReceiver::default(), &mut ch, &sid, &mut rng)?;
             setup_seconds = t0.elapsed().as_secs_f64();
             let mut out = vec![[Block::ZERO; 2]; BATCH];
             for start in (0..a.count).step_by(BATCH) {

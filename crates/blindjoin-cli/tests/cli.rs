@@ -273,7 +273,7 @@ fn protocols_json_lists_the_registry() {
             .map(|m| m["name"].as_str().unwrap())
             .collect();
         assert_eq!(flow, p.flow.iter().map(|m| m.name).collect::<Vec<_>>());
-        for (k, v) in (p.params)(128, 40) {
+        for (k, v) in (p.params)(&blindjoin_psi::RunOptions::default()) {
             assert_eq!(j["params"][&k], v.as_str(), "{p} {k}");
         }
         assert_eq!(j["roles"][0]["party"], "receiver");

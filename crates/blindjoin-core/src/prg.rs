@@ -55,6 +55,10 @@ impl Drop for AesPrg {
     }
 }
 
+/// The buffered block is wiped by `Drop`, the AES round keys (the seed's expansion) by the
+/// cipher's own `Drop`.
+impl zeroize::ZeroizeOnDrop for AesPrg {}
+
 impl AesPrg {
     /// The generator whose stream is `AES_seed(0), AES_seed(1), …`.
     pub fn new(seed: Block) -> Self {

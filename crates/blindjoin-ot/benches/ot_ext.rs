@@ -2,12 +2,14 @@
 //! the receiver sends its u columns into a sink, the sender reads a replayed frame of the right
 //! length (its outputs are then garbage, but its work is exactly a real chunk's). Each iteration
 //! is one chunk of 2^16 OTs after one real setup. End to end over TCP is `blindjoin bench-ot`.
+//! The last group times one setup over CO15 and over the tests' ideal base OT.
 //!
 //! `cargo bench -p blindjoin-ot --bench ot_ext -- --warm-up-time 1 --measurement-time 3`
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::Block;
 use blindjoin_core::prg::AesPrg;
+use blindjoin_ot::base::ideal::{IdealBaseOtReceiver, IdealBaseOtSender};
 use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
 use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender};
 use blindjoin_ot::ext::kk13::{Kk13Receiver, Kk13Sender, code_len};
@@ -26,16 +28,8 @@ fn random_bytes(n: usize) -> Vec<u8> {
 
 fn iknp(c: &mut Criterion) {
     let (mut r, mut s) = run_two_party(
-        |ch| {
-            let mut r = IknpReceiver::new(ChouOrlandiSender::default());
-            r.setup(ch, &SID, &mut rng(1)).unwrap();
-            r
-        },
-        |ch| {
-            let mut s = IknpSender::new(ChouOrlandiReceiver::default());
-            s.setup(ch, &SID, &mut rng(2)).unwrap();
-            s
-        },
+        |ch| IknpReceiver::setup(&mut ChouOrlandiSender::default(), ch, &SID, &mut rng(1)).unwrap(),
+        |ch| IknpSender::setup(&mut ChouOrlandiReceiver::default(), ch, &SID, &mut rng(2)).unwrap(),
     );
     let mut g = c.benchmark_group("iknp random OT, 2^16");
     g.throughput(Throughput::Elements(M as u64));
@@ -56,14 +50,18 @@ fn iknp(c: &mut Criterion) {
 fn kk13(c: &mut Criterion) {
     let (mut r, mut s) = run_two_party(
         |ch| {
-            let mut r = Kk13Receiver::new(ChouOrlandiSender::default(), 8).unwrap();
-            r.setup(ch, &SID, &mut rng(1)).unwrap();
-            r
+            Kk13Receiver::setup(&mut ChouOrlandiSender::default(), 8, ch, &SID, &mut rng(1))
+                .unwrap()
         },
         |ch| {
-            let mut s = Kk13Sender::new(ChouOrlandiReceiver::default(), 8).unwrap();
-            s.setup(ch, &SID, &mut rng(2)).unwrap();
-            s
+            Kk13Sender::setup(
+                &mut ChouOrlandiReceiver::default(),
+                8,
+                ch,
+                &SID,
+                &mut rng(2),
+            )
+            .unwrap()
         },
     );
     let mut g = c.benchmark_group("kk13 1-out-of-256 OT, 2^16");
@@ -90,14 +88,18 @@ fn kkrt(c: &mut Criterion) {
     let w = DEFAULT_CODE_BLOCKS;
     let (mut r, mut s) = run_two_party(
         |ch| {
-            let mut r = KkrtReceiver::new(ChouOrlandiSender::default(), w).unwrap();
-            r.setup(ch, &SID, &mut rng(1)).unwrap();
-            r
+            KkrtReceiver::setup(&mut ChouOrlandiSender::default(), w, ch, &SID, &mut rng(1))
+                .unwrap()
         },
         |ch| {
-            let mut s = KkrtSender::new(ChouOrlandiReceiver::default(), w).unwrap();
-            s.setup(ch, &SID, &mut rng(2)).unwrap();
-            s
+            KkrtSender::setup(
+                &mut ChouOrlandiReceiver::default(),
+                w,
+                ch,
+                &SID,
+                &mut rng(2),
+            )
+            .unwrap()
         },
     );
     let mut g = c.benchmark_group("kkrt OPRF, 2^16 instances");
@@ -119,5 +121,55 @@ fn kkrt(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, iknp, kk13, kkrt);
+/// One KKRT setup (k = 512 base OTs, both parties over the in-memory channel) over CO15 and over
+/// the insecure ideal base OT of the tests, which shows how much of a test's time the base OTs
+/// take.
+fn setup(c: &mut Criterion) {
+    let w = DEFAULT_CODE_BLOCKS;
+    let mut g = c.benchmark_group("kkrt setup, 512 base OTs");
+    g.sample_size(20);
+    g.bench_function("co15", |b| {
+        b.iter(|| {
+            run_two_party(
+                |ch| {
+                    KkrtReceiver::setup(&mut ChouOrlandiSender::default(), w, ch, &SID, &mut rng(1))
+                        .unwrap()
+                },
+                |ch| {
+                    KkrtSender::setup(
+                        &mut ChouOrlandiReceiver::default(),
+                        w,
+                        ch,
+                        &SID,
+                        &mut rng(2),
+                    )
+                    .unwrap()
+                },
+            )
+        })
+    });
+    g.bench_function("ideal (tests only)", |b| {
+        b.iter(|| {
+            run_two_party(
+                |ch| {
+                    KkrtReceiver::setup(&mut IdealBaseOtSender::default(), w, ch, &SID, &mut rng(1))
+                        .unwrap()
+                },
+                |ch| {
+                    KkrtSender::setup(
+                        &mut IdealBaseOtReceiver::default(),
+                        w,
+                        ch,
+                        &SID,
+                        &mut rng(2),
+                    )
+                    .unwrap()
+                },
+            )
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, iknp, kk13, kkrt, setup);
 criterion_main!(benches);

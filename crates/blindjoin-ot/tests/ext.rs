@@ -6,7 +6,7 @@
 
 use blindjoin_core::Block;
 use blindjoin_core::Error;
-use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
+use blindjoin_ot::base::{BaseOtReceiver, BaseOtSender, ChouOrlandiReceiver, ChouOrlandiSender};
 use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender, MSG_U_COLUMNS};
 use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
 use blindjoin_ot::ext::{RandomOtReceiver, RandomOtSender};
@@ -28,11 +28,12 @@ fn check_random(pairs: &[[Block; 2]], got: &[Block], c: &[bool]) {
     }
 }
 
-/// The generic test of the role traits: one setup, then one batch per count; every OT's output
-/// equals the sender's message at the choice and differs from the other; batches are fresh.
+/// The generic test of the role traits: one setup over the given base OTs, then one batch per
+/// count; every OT's output equals the sender's message at the choice and differs from the
+/// other; batches are fresh.
 fn random_ot_counts<S: RandomOtSender, R: RandomOtReceiver>(
-    make_s: impl FnOnce() -> S + Send,
-    make_r: impl FnOnce() -> R + Send,
+    mut base_of_r: impl BaseOtSender + Send,
+    mut base_of_s: impl BaseOtReceiver + Send,
     counts: &[usize],
 ) {
     let all: Vec<Vec<bool>> = counts
@@ -42,8 +43,7 @@ fn random_ot_counts<S: RandomOtSender, R: RandomOtReceiver>(
         .collect();
     let (recv, send) = run_two_party(
         |ch| {
-            let mut r = make_r();
-            r.setup(ch, &SID, &mut rng(1)).unwrap();
+            let mut r = R::setup(&mut base_of_r, ch, &SID, &mut rng(1)).unwrap();
             all.iter()
                 .map(|c| {
                     let mut out = vec![Block::ZERO; c.len()];
@@ -53,8 +53,7 @@ fn random_ot_counts<S: RandomOtSender, R: RandomOtReceiver>(
                 .collect::<Vec<_>>()
         },
         |ch| {
-            let mut s = make_s();
-            s.setup(ch, &SID, &mut rng(2)).unwrap();
+            let mut s = S::setup(&mut base_of_s, ch, &SID, &mut rng(2)).unwrap();
             counts
                 .iter()
                 .map(|&n| {
@@ -76,18 +75,18 @@ const COUNTS: [usize; 8] = [1, 127, 128, 129, 1000, 65_536, 65_537, 100_000];
 
 #[test]
 fn iknp_random_ot_counts_and_chunk_boundaries() {
-    random_ot_counts(
-        || IknpSender::new(ChouOrlandiReceiver::default()),
-        || IknpReceiver::new(ChouOrlandiSender::default()),
+    random_ot_counts::<IknpSender, IknpReceiver>(
+        ChouOrlandiSender::default(),
+        ChouOrlandiReceiver::default(),
         &COUNTS,
     );
 }
 
 #[test]
 fn kos_random_ot_counts_and_chunk_boundaries() {
-    random_ot_counts(
-        || KosSender::new(ChouOrlandiReceiver::default()),
-        || KosReceiver::new(ChouOrlandiSender::default()),
+    random_ot_counts::<KosSender, KosReceiver>(
+        ChouOrlandiSender::default(),
+        ChouOrlandiReceiver::default(),
         &COUNTS,
     );
 }
@@ -101,8 +100,9 @@ fn iknp_correlated_and_chosen_messages() {
         .collect();
     let ((corr, chosen), x0) = run_two_party(
         |ch| {
-            let mut r = IknpReceiver::new(ChouOrlandiSender::default());
-            r.setup(ch, &SID, &mut rng(1)).unwrap();
+            let mut r =
+                IknpReceiver::setup(&mut ChouOrlandiSender::default(), ch, &SID, &mut rng(1))
+                    .unwrap();
             let mut a = vec![Block::ZERO; c.len()];
             r.receive_correlated(ch, &c, &mut a).unwrap();
             let mut b = vec![Block::ZERO; c.len()];
@@ -110,8 +110,9 @@ fn iknp_correlated_and_chosen_messages() {
             (a, b)
         },
         |ch| {
-            let mut s = IknpSender::new(ChouOrlandiReceiver::default());
-            s.setup(ch, &SID, &mut rng(2)).unwrap();
+            let mut s =
+                IknpSender::setup(&mut ChouOrlandiReceiver::default(), ch, &SID, &mut rng(2))
+                    .unwrap();
             let mut x0 = vec![Block::ZERO; 3000];
             s.send_correlated(ch, delta, &mut x0).unwrap();
             s.send_chosen(ch, &msgs).unwrap();
@@ -131,15 +132,17 @@ fn truncated_u_columns_are_refused() {
     let (_, send) = run_two_party(
         |ch| {
             // After setup, the extension receiver's first frame is its u columns; cut it.
-            let mut r = IknpReceiver::new(ChouOrlandiSender::default());
-            r.setup(ch, &SID, &mut rng(1)).unwrap();
+            let mut r =
+                IknpReceiver::setup(&mut ChouOrlandiSender::default(), ch, &SID, &mut rng(1))
+                    .unwrap();
             let mut t = Tamper::new(ch, Target::first(MSG_U_COLUMNS), Attack::Truncate(100));
             let mut out = vec![Block::ZERO; c.len()];
             let _ = r.receive_random(&mut t, &c, &mut out);
         },
         |ch| {
-            let mut s = IknpSender::new(ChouOrlandiReceiver::default());
-            s.setup(ch, &SID, &mut rng(2)).unwrap();
+            let mut s =
+                IknpSender::setup(&mut ChouOrlandiReceiver::default(), ch, &SID, &mut rng(2))
+                    .unwrap();
             let mut out = vec![[Block::ZERO; 2]; 500];
             s.send_random(ch, &mut out)
         },

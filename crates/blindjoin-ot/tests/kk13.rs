@@ -1,13 +1,15 @@
 //! KK13 random 1-out-of-2^η OT extension over the in-memory channel: for every OT the receiver's
 //! output equals the sender's message at the choice and differs from the other messages; counts
 //! around the 128-row and 2^16-chunk boundaries; several batches after one setup; a truncated
-//! u frame and a choice ≥ N return errors.
+//! u frame, a choice ≥ N and an η out of range return errors.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::Block;
 use blindjoin_core::Error;
 use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
-use blindjoin_ot::ext::kk13::{Kk13Receiver, Kk13Sender, Kk13SenderOutputs, MSG_U_COLUMNS};
+use blindjoin_ot::ext::kk13::{
+    Kk13Receiver, Kk13Sender, Kk13SenderOutputs, MAX_ETA, MSG_U_COLUMNS,
+};
 use blindjoin_testkit::{Attack, Tamper, Target, rng, run_two_party};
 use rand::Rng;
 
@@ -37,8 +39,14 @@ fn run(eta: u32, counts: &[usize]) -> (Vec<Vec<u32>>, Vec<Vec<Block>>, Vec<Kk13S
         .collect();
     let (recv, send) = run_two_party(
         |ch| {
-            let mut r = Kk13Receiver::new(ChouOrlandiSender::default(), eta).unwrap();
-            r.setup(ch, &SID, &mut rng(1)).unwrap();
+            let mut r = Kk13Receiver::setup(
+                &mut ChouOrlandiSender::default(),
+                eta,
+                ch,
+                &SID,
+                &mut rng(1),
+            )
+            .unwrap();
             all.iter()
                 .map(|c| {
                     let mut out = vec![Block::ZERO; c.len()];
@@ -48,8 +56,14 @@ fn run(eta: u32, counts: &[usize]) -> (Vec<Vec<u32>>, Vec<Vec<Block>>, Vec<Kk13S
                 .collect::<Vec<_>>()
         },
         |ch| {
-            let mut s = Kk13Sender::new(ChouOrlandiReceiver::default(), eta).unwrap();
-            s.setup(ch, &SID, &mut rng(2)).unwrap();
+            let mut s = Kk13Sender::setup(
+                &mut ChouOrlandiReceiver::default(),
+                eta,
+                ch,
+                &SID,
+                &mut rng(2),
+            )
+            .unwrap();
             counts
                 .iter()
                 .map(|&n| s.send_random(ch, n).unwrap())
@@ -150,16 +164,23 @@ fn truncated_u_frame_is_malformed() {
     let c = choices(8, 500, 3);
     let (_, send) = run_two_party(
         |ch| {
-            let mut r = Kk13Receiver::new(ChouOrlandiSender::default(), 8).unwrap();
-            r.setup(ch, &SID, &mut rng(1)).unwrap();
+            let mut r =
+                Kk13Receiver::setup(&mut ChouOrlandiSender::default(), 8, ch, &SID, &mut rng(1))
+                    .unwrap();
             // After setup, the receiver's first frame is its u columns; cut it.
             let mut t = Tamper::new(ch, Target::first(MSG_U_COLUMNS), Attack::Truncate(100));
             let mut out = vec![Block::ZERO; c.len()];
             let _ = r.receive_random(&mut t, &c, &mut out);
         },
         |ch| {
-            let mut s = Kk13Sender::new(ChouOrlandiReceiver::default(), 8).unwrap();
-            s.setup(ch, &SID, &mut rng(2)).unwrap();
+            let mut s = Kk13Sender::setup(
+                &mut ChouOrlandiReceiver::default(),
+                8,
+                ch,
+                &SID,
+                &mut rng(2),
+            )
+            .unwrap();
             s.send_random(ch, 500)
         },
     );
@@ -171,16 +192,28 @@ fn choice_out_of_range_is_invalid() {
     for eta in [1u32, 4, 8] {
         let (recv, _) = run_two_party(
             |ch| {
-                let mut r = Kk13Receiver::new(ChouOrlandiSender::default(), eta).unwrap();
-                r.setup(ch, &SID, &mut rng(1)).unwrap();
+                let mut r = Kk13Receiver::setup(
+                    &mut ChouOrlandiSender::default(),
+                    eta,
+                    ch,
+                    &SID,
+                    &mut rng(1),
+                )
+                .unwrap();
                 let mut c = vec![0u32; 10];
                 c[7] = 1 << eta;
                 let mut out = vec![Block::ZERO; c.len()];
                 r.receive_random(ch, &c, &mut out)
             },
             |ch| {
-                let mut s = Kk13Sender::new(ChouOrlandiReceiver::default(), eta).unwrap();
-                s.setup(ch, &SID, &mut rng(2)).unwrap();
+                Kk13Sender::setup(
+                    &mut ChouOrlandiReceiver::default(),
+                    eta,
+                    ch,
+                    &SID,
+                    &mut rng(2),
+                )
+                .unwrap();
             },
         );
         assert!(matches!(recv.unwrap_err(), Error::InvalidParam { .. }));
@@ -188,20 +221,40 @@ fn choice_out_of_range_is_invalid() {
 }
 
 #[test]
-fn used_before_setup_is_invalid() {
-    let (recv, send) = run_two_party(
-        |ch| {
-            let mut r = Kk13Receiver::new(ChouOrlandiSender::default(), 8).unwrap();
-            let mut out = vec![Block::ZERO; 1];
-            r.receive_random(ch, &[0], &mut out)
-        },
-        |ch| {
-            let mut s = Kk13Sender::new(ChouOrlandiReceiver::default(), 8).unwrap();
-            s.send_random(ch, 1).map(|_| ())
-        },
-    );
-    assert!(matches!(recv.unwrap_err(), Error::InvalidParam { .. }));
-    assert!(matches!(send.unwrap_err(), Error::InvalidParam { .. }));
+fn bad_eta_is_invalid_before_anything_is_sent() {
+    for eta in [0u32, MAX_ETA + 1] {
+        let (recv, send) = run_two_party(
+            |ch| {
+                let mut t = Tamper::new(ch, Target::first(MSG_U_COLUMNS), Attack::HangUp);
+                let r = Kk13Receiver::setup(
+                    &mut ChouOrlandiSender::default(),
+                    eta,
+                    &mut t,
+                    &SID,
+                    &mut rng(1),
+                );
+                (r.map(|_| ()), t.frames().to_vec())
+            },
+            |ch| {
+                let mut t = Tamper::new(ch, Target::first(MSG_U_COLUMNS), Attack::HangUp);
+                let s = Kk13Sender::setup(
+                    &mut ChouOrlandiReceiver::default(),
+                    eta,
+                    &mut t,
+                    &SID,
+                    &mut rng(2),
+                );
+                (s.map(|_| ()), t.frames().to_vec())
+            },
+        );
+        for (result, frames) in [recv, send] {
+            match result {
+                Err(Error::InvalidParam { field, .. }) => assert_eq!(field, "eta"),
+                other => panic!("η = {eta}: expected InvalidParam(eta), got {other:?}"),
+            }
+            assert_eq!(frames, [], "η = {eta}: nothing is sent");
+        }
+    }
 }
 
 /// Timing of 10^6 random 1-out-of-256 OTs (both parties, in-memory channel, setup included):
@@ -214,15 +267,22 @@ fn timing_one_million_1_out_of_256() {
     let start = std::time::Instant::now();
     let (got, (send, t_ext)) = run_two_party(
         |ch| {
-            let mut r = Kk13Receiver::new(ChouOrlandiSender::default(), 8).unwrap();
-            r.setup(ch, &SID, &mut rng(1)).unwrap();
+            let mut r =
+                Kk13Receiver::setup(&mut ChouOrlandiSender::default(), 8, ch, &SID, &mut rng(1))
+                    .unwrap();
             let mut out = vec![Block::ZERO; m];
             r.receive_random(ch, &c, &mut out).unwrap();
             out
         },
         |ch| {
-            let mut s = Kk13Sender::new(ChouOrlandiReceiver::default(), 8).unwrap();
-            s.setup(ch, &SID, &mut rng(2)).unwrap();
+            let mut s = Kk13Sender::setup(
+                &mut ChouOrlandiReceiver::default(),
+                8,
+                ch,
+                &SID,
+                &mut rng(2),
+            )
+            .unwrap();
             let o = s.send_random(ch, m).unwrap();
             (o, start.elapsed())
         },

@@ -2,7 +2,7 @@
 //! sender's evaluation at the receiver's input and differs from its evaluations at other inputs
 //! (including inputs of other instances); counts around the 128-row and 2^16-chunk boundaries;
 //! several batches after one setup; code widths 1..=8; a truncated u frame, a width mismatch and
-//! use before setup return errors.
+//! a width out of range return errors.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::{Block, Error};
@@ -32,8 +32,14 @@ fn run(
         .collect();
     let (recv, send) = run_two_party(
         |ch| {
-            let mut r = KkrtReceiver::new(ChouOrlandiSender::default(), width).unwrap();
-            r.setup(ch, &SID, &mut rng(1)).unwrap();
+            let mut r = KkrtReceiver::setup(
+                &mut ChouOrlandiSender::default(),
+                width,
+                ch,
+                &SID,
+                &mut rng(1),
+            )
+            .unwrap();
             all.iter()
                 .map(|x| {
                     let mut out = vec![Block::ZERO; x.len()];
@@ -43,8 +49,14 @@ fn run(
                 .collect::<Vec<_>>()
         },
         |ch| {
-            let mut s = KkrtSender::new(ChouOrlandiReceiver::default(), width).unwrap();
-            s.setup(ch, &SID, &mut rng(2)).unwrap();
+            let mut s = KkrtSender::setup(
+                &mut ChouOrlandiReceiver::default(),
+                width,
+                ch,
+                &SID,
+                &mut rng(2),
+            )
+            .unwrap();
             counts
                 .iter()
                 .map(|&n| s.send(ch, n).unwrap())
@@ -111,15 +123,22 @@ fn equal_inputs_in_different_instances_give_different_outputs() {
     let x = vec![Block(42); 300];
     let (recv, send) = run_two_party(
         |ch| {
-            let mut r = KkrtReceiver::new(ChouOrlandiSender::default(), 4).unwrap();
-            r.setup(ch, &SID, &mut rng(1)).unwrap();
+            let mut r =
+                KkrtReceiver::setup(&mut ChouOrlandiSender::default(), 4, ch, &SID, &mut rng(1))
+                    .unwrap();
             let mut out = vec![Block::ZERO; x.len()];
             r.receive(ch, &x, &mut out).unwrap();
             out
         },
         |ch| {
-            let mut s = KkrtSender::new(ChouOrlandiReceiver::default(), 4).unwrap();
-            s.setup(ch, &SID, &mut rng(2)).unwrap();
+            let mut s = KkrtSender::setup(
+                &mut ChouOrlandiReceiver::default(),
+                4,
+                ch,
+                &SID,
+                &mut rng(2),
+            )
+            .unwrap();
             s.send(ch, 300).unwrap()
         },
     );
@@ -143,9 +162,40 @@ fn every_width_and_empty_batches() {
 }
 
 #[test]
-fn bad_width_is_invalid() {
-    assert!(KkrtSender::new(ChouOrlandiReceiver::default(), 0).is_err());
-    assert!(KkrtReceiver::new(ChouOrlandiSender::default(), 9).is_err());
+fn bad_width_is_invalid_before_anything_is_sent() {
+    for width in [0usize, 9] {
+        let (recv, send) = run_two_party(
+            |ch| {
+                let mut t = Tamper::new(ch, Target::first(MSG_U_COLUMNS), Attack::HangUp);
+                let r = KkrtReceiver::setup(
+                    &mut ChouOrlandiSender::default(),
+                    width,
+                    &mut t,
+                    &SID,
+                    &mut rng(1),
+                );
+                (r.map(|_| ()), t.frames().to_vec())
+            },
+            |ch| {
+                let mut t = Tamper::new(ch, Target::first(MSG_U_COLUMNS), Attack::HangUp);
+                let s = KkrtSender::setup(
+                    &mut ChouOrlandiReceiver::default(),
+                    width,
+                    &mut t,
+                    &SID,
+                    &mut rng(2),
+                );
+                (s.map(|_| ()), t.frames().to_vec())
+            },
+        );
+        for (result, frames) in [recv, send] {
+            match result {
+                Err(Error::InvalidParam { field, .. }) => assert_eq!(field, "width"),
+                other => panic!("width {width}: expected InvalidParam(width), got {other:?}"),
+            }
+            assert_eq!(frames, [], "width {width}: nothing is sent");
+        }
+    }
 }
 
 #[test]
@@ -153,15 +203,22 @@ fn truncated_u_frame_is_malformed() {
     let x = inputs(500, 7);
     let (_, send) = run_two_party(
         |ch| {
-            let mut r = KkrtReceiver::new(ChouOrlandiSender::default(), 4).unwrap();
-            r.setup(ch, &SID, &mut rng(1)).unwrap();
+            let mut r =
+                KkrtReceiver::setup(&mut ChouOrlandiSender::default(), 4, ch, &SID, &mut rng(1))
+                    .unwrap();
             let mut t = Tamper::new(ch, Target::first(MSG_U_COLUMNS), Attack::Truncate(100));
             let mut out = vec![Block::ZERO; x.len()];
             let _ = r.receive(&mut t, &x, &mut out);
         },
         |ch| {
-            let mut s = KkrtSender::new(ChouOrlandiReceiver::default(), 4).unwrap();
-            s.setup(ch, &SID, &mut rng(2)).unwrap();
+            let mut s = KkrtSender::setup(
+                &mut ChouOrlandiReceiver::default(),
+                4,
+                ch,
+                &SID,
+                &mut rng(2),
+            )
+            .unwrap();
             s.send(ch, 500)
         },
     );
@@ -175,14 +232,19 @@ fn width_mismatch_is_an_error_not_a_hang() {
     let x = inputs(100, 8);
     let (recv, send) = run_two_party(
         |ch| {
-            let mut r = KkrtReceiver::new(ChouOrlandiSender::default(), 4).unwrap();
-            r.setup(ch, &SID, &mut rng(1))?;
+            let mut r =
+                KkrtReceiver::setup(&mut ChouOrlandiSender::default(), 4, ch, &SID, &mut rng(1))?;
             let mut out = vec![Block::ZERO; x.len()];
             r.receive(ch, &x, &mut out)
         },
         |ch| {
-            let mut s = KkrtSender::new(ChouOrlandiReceiver::default(), 5).unwrap();
-            s.setup(ch, &SID, &mut rng(2))?;
+            let mut s = KkrtSender::setup(
+                &mut ChouOrlandiReceiver::default(),
+                5,
+                ch,
+                &SID,
+                &mut rng(2),
+            )?;
             s.send(ch, 100).map(|_| ())
         },
     );
@@ -191,23 +253,6 @@ fn width_mismatch_is_an_error_not_a_hang() {
         send.is_err(),
         "the sender cannot accept a mismatched matrix"
     );
-}
-
-#[test]
-fn used_before_setup_is_invalid() {
-    let (recv, send) = run_two_party(
-        |ch| {
-            let mut r = KkrtReceiver::new(ChouOrlandiSender::default(), 4).unwrap();
-            let mut out = vec![Block::ZERO; 1];
-            r.receive(ch, &[Block(1)], &mut out)
-        },
-        |ch| {
-            let mut s = KkrtSender::new(ChouOrlandiReceiver::default(), 4).unwrap();
-            s.send(ch, 1).map(|_| ())
-        },
-    );
-    assert!(matches!(recv.unwrap_err(), Error::InvalidParam { .. }));
-    assert!(matches!(send.unwrap_err(), Error::InvalidParam { .. }));
 }
 
 /// Timing of 2^20 receiver instances and 3·2^20 sender evaluations (both parties, in-memory
@@ -221,15 +266,22 @@ fn timing_2_20_instances() {
     let start = std::time::Instant::now();
     let (got, (ev, t_ext)) = run_two_party(
         |ch| {
-            let mut r = KkrtReceiver::new(ChouOrlandiSender::default(), 4).unwrap();
-            r.setup(ch, &SID, &mut rng(1)).unwrap();
+            let mut r =
+                KkrtReceiver::setup(&mut ChouOrlandiSender::default(), 4, ch, &SID, &mut rng(1))
+                    .unwrap();
             let mut out = vec![Block::ZERO; m];
             r.receive(ch, &x, &mut out).unwrap();
             out
         },
         |ch| {
-            let mut s = KkrtSender::new(ChouOrlandiReceiver::default(), 4).unwrap();
-            s.setup(ch, &SID, &mut rng(2)).unwrap();
+            let mut s = KkrtSender::setup(
+                &mut ChouOrlandiReceiver::default(),
+                4,
+                ch,
+                &SID,
+                &mut rng(2),
+            )
+            .unwrap();
             let o = s.send(ch, m).unwrap();
             let t_ext = start.elapsed();
             let q: Vec<(usize, Block)> = (0..3 * m).map(|k| (k / 3, x[k / 3])).collect();

@@ -21,6 +21,6 @@ mod run;
 
 pub use protocol::{Party, Protocol, Security};
 pub use run::{
-    MAX_LAMBDA, MIN_LAMBDA, Phases, Progress, ReceiverOutput, RunOptions, SenderOutput,
+    BaseOt, MAX_LAMBDA, MIN_LAMBDA, Phases, Progress, ReceiverOutput, RunOptions, SenderOutput,
     check_security,
 };

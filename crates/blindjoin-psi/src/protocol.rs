@@ -231,10 +231,11 @@ pub struct Protocol {
     pub roles: &'static [RoleSpec],
     /// The values of κ the protocol provides.
     pub kappa: &'static [u32],
-    /// The protocol's own handshake parameters for (κ, λ): the rules from which both parties
-    /// derive the run's parameters; any difference ends the handshake naming the field.
+    /// The protocol's own handshake parameters for the run's options (κ, λ, the base OT): the
+    /// rules from which both parties derive the run's parameters; any difference ends the
+    /// handshake naming the field.
     #[serde(rename = "params", serialize_with = "default_params")]
-    pub params: fn(u32, u32) -> Vec<(String, String)>,
+    pub params: fn(&RunOptions) -> Vec<(String, String)>,
     /// Communication rounds: message flights on the critical path, counting the handshake's
     /// simultaneous hello exchange and verdict exchange as one each, and messages the two
     /// parties send at the same time once.
@@ -251,12 +252,12 @@ pub struct Protocol {
     pub entry: Entry,
 }
 
-/// The handshake parameters at κ = 128, λ = 40, as a JSON object.
+/// The handshake parameters with the default options, as a JSON object.
 fn default_params<S: Serializer>(
-    f: &fn(u32, u32) -> Vec<(String, String)>,
+    f: &fn(&RunOptions) -> Vec<(String, String)>,
     s: S,
 ) -> std::result::Result<S::Ok, S::Error> {
-    s.collect_map(f(128, 40))
+    s.collect_map(f(&RunOptions::default()))
 }
 
 impl fmt::Debug for Protocol {

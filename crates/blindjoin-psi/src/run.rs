@@ -5,6 +5,7 @@ use crate::protocol::Protocol;
 use blindjoin_core::channel::Channel;
 use blindjoin_core::handshake::{Role, Session, SessionConfig, handshake};
 use blindjoin_core::{Error, Result};
+use blindjoin_ot::base::{BaseOtReceiver, BaseOtSender, ChouOrlandiReceiver, ChouOrlandiSender};
 use rand::CryptoRng;
 use serde::Serialize;
 use std::sync::Arc;
@@ -36,6 +37,75 @@ pub struct RunOptions {
     pub progress: Option<Progress>,
     /// Run even with λ below [`MIN_LAMBDA`] (never silently: the caller asked for it).
     pub allow_weak: bool,
+    /// The base OT under the protocols' OT extensions (both parties must choose the same; the
+    /// handshake compares it).
+    pub base_ot: BaseOt,
+}
+
+/// The base OT a protocol runs under its OT extension.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BaseOt {
+    /// Chou-Orlandi on Ristretto255 (`blindjoin_ot::base`): the default, and the only choice
+    /// outside the tests.
+    #[default]
+    ChouOrlandi,
+    /// The insecure ideal functionality (`blindjoin_ot::base::ideal`: the receiver learns both
+    /// keys), for tests of the protocols only; compiled only with the `ideal-base-ot` feature.
+    #[cfg(feature = "ideal-base-ot")]
+    Ideal,
+}
+
+impl BaseOt {
+    /// The name in the handshake parameters.
+    pub fn name(self) -> &'static str {
+        match self {
+            BaseOt::ChouOrlandi => "co15",
+            #[cfg(feature = "ideal-base-ot")]
+            BaseOt::Ideal => "ideal-insecure",
+        }
+    }
+}
+
+/// The base OT of [`RunOptions::base_ot`] in either role.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AnyBaseOt(pub BaseOt);
+
+impl BaseOtSender for AnyBaseOt {
+    fn send_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        n: usize,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Vec<[[u8; 16]; 2]>> {
+        match self.0 {
+            BaseOt::ChouOrlandi => ChouOrlandiSender::default().send_random(ch, sid, n, rng),
+            #[cfg(feature = "ideal-base-ot")]
+            BaseOt::Ideal => {
+                blindjoin_ot::base::ideal::IdealBaseOtSender::default().send_random(ch, sid, n, rng)
+            }
+        }
+    }
+}
+
+impl BaseOtReceiver for AnyBaseOt {
+    fn receive_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        choices: &[bool],
+        rng: &mut impl CryptoRng,
+    ) -> Result<Vec<[u8; 16]>> {
+        match self.0 {
+            BaseOt::ChouOrlandi => {
+                ChouOrlandiReceiver::default().receive_random(ch, sid, choices, rng)
+            }
+            #[cfg(feature = "ideal-base-ot")]
+            BaseOt::Ideal => blindjoin_ot::base::ideal::IdealBaseOtReceiver::default()
+                .receive_random(ch, sid, choices, rng),
+        }
+    }
 }
 
 impl Default for RunOptions {
@@ -47,6 +117,7 @@ impl Default for RunOptions {
             expected_peer_set_size: None,
             progress: None,
             allow_weak: false,
+            base_ot: BaseOt::default(),
         }
     }
 }
@@ -59,6 +130,7 @@ impl std::fmt::Debug for RunOptions {
             .field("max_peer_set_size", &self.max_peer_set_size)
             .field("expected_peer_set_size", &self.expected_peer_set_size)
             .field("allow_weak", &self.allow_weak)
+            .field("base_ot", &self.base_ot)
             .finish_non_exhaustive()
     }
 }
@@ -188,7 +260,7 @@ impl<'a> Run<'a> {
     ) -> Result<Run<'a>> {
         check_security(p, opts)?;
         let start = Instant::now();
-        let params = (p.params)(opts.kappa, opts.lambda);
+        let params = (p.params)(opts);
         let cfg = opts.session_config(p.name, role, set_size, params);
         let session = handshake(ch, &cfg, rng)?;
         let mut run = Run {
@@ -217,6 +289,11 @@ impl<'a> Run<'a> {
         let len = tag_bytes(self.session.lambda, n1, n2);
         crate::protocols::common::check_tag_len(len)?;
         Ok(len)
+    }
+
+    /// The base OT the options chose.
+    pub fn base_ot(&self) -> AnyBaseOt {
+        AnyBaseOt(self.opts.base_ot)
     }
 
     /// Reports progress, if anyone listens.

@@ -41,7 +41,7 @@ fn descriptors_are_consistent() {
         assert_eq!(flow.len(), p.flow.len(), "{p}");
         assert!(!flow.contains(MSG_HELLO), "{p}");
         // The parameters name each rule once.
-        let params = (p.params)(128, 40);
+        let params = (p.params)(&blindjoin_psi::RunOptions::default());
         let keys: HashSet<&String> = params.iter().map(|(k, _)| k).collect();
         assert_eq!(keys.len(), params.len(), "{p}");
         assert_eq!(protocols::ALL.iter().find(|q| q.name == p.name), Some(p));

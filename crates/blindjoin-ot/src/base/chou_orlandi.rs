@@ -7,7 +7,7 @@
 
 use super::{
     BaseOtReceiver, BaseOtSender, FRAME_POINTS, KDF_DOMAIN, KEY_LEN, MAX_BASE_OTS,
-    MSG_RECEIVER_POINTS, MSG_SENDER_POINT, POINT_LEN,
+    MSG_RECEIVER_POINTS, MSG_SENDER_POINT, POINT_LEN, check_count, close_on_err,
 };
 use blindjoin_core::channel::{BulkReader, Channel, FrameReceiver, FrameSender};
 use blindjoin_core::item::{domain_hasher, update_prefixed};
@@ -141,25 +141,6 @@ fn decode_peer_point(what: &'static str, index: usize, bytes: &[u8]) -> Result<R
     Ok(point)
 }
 
-/// Rejects a batch size this module does not accept.
-fn check_count(n: usize) -> Result<()> {
-    if n > MAX_BASE_OTS {
-        return Err(Error::InvalidParam {
-            field: "base OT count",
-            reason: format!("{n} base OTs requested; at most {MAX_BASE_OTS} are supported"),
-        });
-    }
-    Ok(())
-}
-
-/// Closes the sending half of `ch` if `result` is an error, so that the peer stops waiting.
-fn close_on_err<C: Channel + ?Sized, T>(ch: &mut C, result: Result<T>) -> Result<T> {
-    if result.is_err() {
-        FrameSender::close(ch);
-    }
-    result
-}
-
 impl BaseOtSender for ChouOrlandiSender {
     fn send_random<C: Channel + ?Sized>(
         &mut self,
@@ -192,7 +173,7 @@ fn send<C: Channel + ?Sized>(
     n: usize,
     rng: &mut impl CryptoRng,
 ) -> Result<Vec<[[u8; KEY_LEN]; 2]>> {
-    check_count(n)?;
+    check_count(n, MAX_BASE_OTS)?;
     if n == 0 {
         return Ok(Vec::new());
     }
@@ -205,7 +186,9 @@ fn send<C: Channel + ?Sized>(
     // T = a·S, then the keys of each frame of R_i as it arrives.
     let t = Zeroizing::new(s * a.0);
     let kdf = Kdf::new(sid, &s_enc);
-    let mut keys: Vec<[[u8; KEY_LEN]; 2]> = Vec::new();
+    // Wiped if an error ends the batch; allocated once for all n pairs, so that growing it
+    // leaves no copy of a key behind.
+    let mut keys: Zeroizing<Vec<[[u8; KEY_LEN]; 2]>> = Zeroizing::new(Vec::with_capacity(n));
     let per_chunk = if blindjoin_ristretto::simd_available() {
         PAR_SENDER_OTS
     } else {
@@ -270,7 +253,7 @@ fn send<C: Channel + ?Sized>(
                 Ok(())
             })?;
     }
-    Ok(keys)
+    Ok(std::mem::take(&mut *keys))
 }
 
 fn receive<C: Channel + ?Sized>(
@@ -279,7 +262,7 @@ fn receive<C: Channel + ?Sized>(
     choices: &[bool],
     rng: &mut impl CryptoRng,
 ) -> Result<Vec<[u8; KEY_LEN]>> {
-    check_count(choices.len())?;
+    check_count(choices.len(), MAX_BASE_OTS)?;
     if choices.is_empty() {
         return Ok(Vec::new());
     }
@@ -297,7 +280,8 @@ fn receive<C: Channel + ?Sized>(
     let s_table = RistrettoBasepointTable::create(&s);
     let kdf = Kdf::new(sid, &s_enc);
 
-    let mut keys = vec![[0u8; KEY_LEN]; choices.len()];
+    // Wiped if an error ends the batch.
+    let mut keys = Zeroizing::new(vec![[0u8; KEY_LEN]; choices.len()]);
     let mut points = Vec::with_capacity(choices.len().min(FRAME_POINTS) * POINT_LEN);
     for (f, (chunk, keys)) in choices
         .chunks(FRAME_POINTS)
@@ -348,7 +332,7 @@ fn receive<C: Channel + ?Sized>(
                 }
             });
     }
-    Ok(keys)
+    Ok(std::mem::take(&mut *keys))
 }
 
 #[cfg(test)]

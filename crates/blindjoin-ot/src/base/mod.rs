@@ -1,5 +1,13 @@
 //! Base OT: random 1-out-of-2 OT on Ristretto255, the public-key seed of OT extension.
 //!
+//! Two implementations of the role traits [`BaseOtSender`] / [`BaseOtReceiver`]:
+//! - [`ChouOrlandiSender`] / [`ChouOrlandiReceiver`] (CO15, below): the base OT of every
+//!   protocol;
+//! - `ideal::{IdealBaseOtSender, IdealBaseOtReceiver}`, **test-only and insecure**: the sender
+//!   sends both keys of every OT in the clear. It is compiled only with the `ideal-base-ot`
+//!   feature, which only this crate's own tests and benchmarks enable, so that tests of the
+//!   extensions and of PSI skip the public-key work; see `base/ideal.rs`.
+//!
 //! **Protocol.** Chou and Orlandi, *The Simplest Protocol for Oblivious Transfer*, Latincrypt
 //! 2015, ePrint 2015/267 ("CO15"), the 1-out-of-2 protocol run as a batch of n random OTs under
 //! one sender message, with the mitigations listed below. Implemented by [`ChouOrlandiSender`]
@@ -103,11 +111,13 @@
 //!   encodings) is compared in variable time.
 
 mod chou_orlandi;
+#[cfg(feature = "ideal-base-ot")]
+pub mod ideal;
 
 pub use chou_orlandi::{ChouOrlandiReceiver, ChouOrlandiSender};
 
-use blindjoin_core::Result;
-use blindjoin_core::channel::Channel;
+use blindjoin_core::channel::{Channel, FrameSender};
+use blindjoin_core::{Error, Result};
 
 /// Bytes of a compressed Ristretto255 point on the wire.
 pub const POINT_LEN: usize = 32;
@@ -130,7 +140,8 @@ pub const MSG_SENDER_POINT: &str = "the base-OT sender's point S";
 /// Name of the receiver's message in errors.
 pub const MSG_RECEIVER_POINTS: &str = "the base-OT receiver's points R_i";
 
-/// Sender of random base OTs: learns n pairs of random 16-byte keys.
+/// Sender of random base OTs: learns n pairs of random 16-byte keys. The keys are returned to
+/// the caller, who wipes them after use (the OT extensions do, once their PRGs are keyed).
 ///
 /// Errors: [`Error::InvalidParam`](blindjoin_core::Error::InvalidParam) if `n` exceeds
 /// [`MAX_BASE_OTS`]; [`Error::Malformed`](blindjoin_core::Error::Malformed) (naming the element)
@@ -164,4 +175,23 @@ pub trait BaseOtReceiver {
         choices: &[bool],
         rng: &mut impl rand::CryptoRng,
     ) -> Result<Vec<[u8; 16]>>;
+}
+
+/// Rejects a batch size above `max` (`MAX_BASE_OTS` for CO15).
+fn check_count(n: usize, max: usize) -> Result<()> {
+    if n > max {
+        return Err(Error::InvalidParam {
+            field: "base OT count",
+            reason: format!("{n} base OTs requested; at most {max} are supported"),
+        });
+    }
+    Ok(())
+}
+
+/// Closes the sending half of `ch` if `result` is an error, so that the peer stops waiting.
+fn close_on_err<C: Channel + ?Sized, T>(ch: &mut C, result: Result<T>) -> Result<T> {
+    if result.is_err() {
+        FrameSender::close(ch);
+    }
+    result
 }

@@ -1,8 +1,14 @@
 //! IKNP OT extension with the ALSZ optimisations: random, correlated and chosen-message
 //! 1-out-of-2 OT, semi-honest (see the [parent module](super) for the message flow).
+//!
+//! **Lifecycle.** [`IknpSender::setup`] / [`IknpReceiver::setup`] run the κ base OTs with the
+//! base OT they are given and return the ready extension, which then serves any number of
+//! batches; there is no other constructor, so extending before setup does not compile. Δ, the
+//! PRG keys and the row buffers are wiped when the value is dropped.
 
 use super::{
-    CHUNK, KAPPA, check_out_len, pack_bits, row_bytes, seed_prg_pairs, seed_prgs, session_aes,
+    CHUNK, KAPPA, check_out_len, grow_wiping, pack_bits, row_bytes, seed_prg_pairs, seed_prgs,
+    session_aes,
 };
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::aes::FixedKeyAes;
@@ -11,14 +17,48 @@ use blindjoin_core::prg::AesPrg;
 use blindjoin_core::transpose::transpose_128xn;
 use blindjoin_core::{Block, Error, Result, block};
 use rand::CryptoRng;
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 /// Name of the receiver's u columns (one frame per chunk of OTs).
 pub const MSG_U_COLUMNS: &str = "the OT extension's u columns";
 /// Name of the sender's masked messages of correlated and chosen-message OT.
 pub const MSG_Y_VALUES: &str = "the OT sender's masked messages";
 
-/// The extension sender's state after setup.
-struct SenderState {
+/// IKNP/ALSZ OT-extension sender. [`setup`](Self::setup) runs the base OTs and is the only way
+/// to get one, so every value of this type is ready to extend. Its correlation Δ = s, the PRG
+/// keys and its buffers are wiped when it is dropped; `Debug` shows none of them.
+///
+/// An extension cannot be used before its setup, because there is nothing to call it on:
+///
+/// ```compile_fail,E0599
+/// use blindjoin_core::Block;
+/// use blindjoin_core::channel::Channel;
+/// use blindjoin_ot::ext::iknp::IknpSender;
+///
+/// fn extend(ch: &mut impl Channel) -> blindjoin_core::Result<()> {
+///     let mut sender = IknpSender::new(); // no constructor but `setup` exists
+///     let mut out = [[Block::ZERO; 2]; 4];
+///     sender.send_random(ch, &mut out)
+/// }
+/// ```
+///
+/// whereas the same call on the value `setup` returns compiles:
+///
+/// ```
+/// use blindjoin_core::Block;
+/// use blindjoin_core::channel::Channel;
+/// use blindjoin_ot::base::ChouOrlandiReceiver;
+/// use blindjoin_ot::ext::iknp::IknpSender;
+///
+/// fn extend(ch: &mut impl Channel, sid: &[u8; 32]) -> blindjoin_core::Result<()> {
+///     let mut base = ChouOrlandiReceiver::default();
+///     let mut sender = IknpSender::setup(&mut base, ch, sid, &mut blindjoin_testkit::rng(1))?;
+///     let mut out = [[Block::ZERO; 2]; 4];
+///     sender.send_random(ch, &mut out)
+/// }
+/// ```
+pub struct IknpSender {
+    /// The global correlation Δ = s (also the base-OT choice vector).
     s: Block,
     prgs: Vec<AesPrg>,
     aes: FixedKeyAes,
@@ -29,7 +69,91 @@ struct SenderState {
     rows: Vec<Block>,
 }
 
-impl SenderState {
+impl Drop for IknpSender {
+    fn drop(&mut self) {
+        self.s.zeroize();
+        self.columns.zeroize();
+        self.rows.zeroize();
+    }
+}
+
+/// Δ and the buffers are wiped by `Drop`; the PRGs wipe their own keys.
+impl ZeroizeOnDrop for IknpSender {}
+
+/// IKNP/ALSZ OT-extension receiver. [`setup`](Self::setup) runs the base OTs and is the only
+/// way to get one. Its PRG keys and buffers are wiped when it is dropped; `Debug` shows none of
+/// them.
+pub struct IknpReceiver {
+    prgs: Vec<[AesPrg; 2]>,
+    aes: FixedKeyAes,
+    next_index: u64,
+    /// The t and u columns of one chunk, reused from chunk to chunk.
+    columns: [Vec<u8>; 2],
+    /// Test hook for a cheating receiver: flip choice bit `.0` in the first `.1` columns only.
+    #[cfg(test)]
+    pub(crate) cheat: Option<(usize, usize)>,
+}
+
+impl Drop for IknpReceiver {
+    fn drop(&mut self) {
+        self.columns.iter_mut().for_each(Zeroize::zeroize);
+    }
+}
+
+/// The buffers are wiped by `Drop`; the PRGs wipe their own keys.
+impl ZeroizeOnDrop for IknpReceiver {}
+
+impl std::fmt::Debug for IknpSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IknpSender").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for IknpReceiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IknpReceiver").finish_non_exhaustive()
+    }
+}
+
+/// Applies TCCR(first + i, ·) to every block.
+fn hash_rows(aes: &FixedKeyAes, first: u64, rows: &mut [Block]) {
+    aes.tccr_hash(first, rows);
+}
+
+impl IknpSender {
+    /// Runs the κ base OTs with `base` (as their receiver, with a random choice vector s) and
+    /// returns the ready sender.
+    pub fn setup<B: BaseOtReceiver, C: Channel + ?Sized>(
+        base: &mut B,
+        ch: &mut C,
+        sid: &[u8; 32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<Self> {
+        let s = Block::random(rng);
+        let choices: Zeroizing<Vec<bool>> = Zeroizing::new((0..KAPPA).map(|j| s.bit(j)).collect());
+        // Built before the base OTs so that an error there drops (and wipes) s.
+        let mut sender = IknpSender {
+            s,
+            prgs: Vec::new(),
+            aes: session_aes(sid, "ot/iknp/tccr"),
+            next_index: 0,
+            columns: Vec::new(),
+            rows: Vec::new(),
+        };
+        sender.prgs = seed_prgs(base, ch, sid, &choices, rng)?;
+        Ok(sender)
+    }
+
+    /// The global correlation s (KOS needs it for its check).
+    pub(crate) fn delta(&self) -> Block {
+        self.s
+    }
+
+    /// The TCCR hash of the outputs.
+    pub(crate) fn aes(&self) -> &FixedKeyAes {
+        &self.aes
+    }
+
     /// Receives one chunk's u columns and writes its rows q_i = t_i ⊕ r_i·s into `dest`
     /// (at most [`CHUNK`] of them). Does not advance `next_index`.
     fn extend_chunk<C: Channel + ?Sized>(&mut self, ch: &mut C, dest: &mut [Block]) -> Result<()> {
@@ -42,6 +166,7 @@ impl SenderState {
             ));
         }
         let q = &mut self.columns;
+        grow_wiping(q, KAPPA * rb);
         q.resize(KAPPA * rb, 0);
         for (j, (qj, uj)) in q.chunks_exact_mut(rb).zip(u.chunks_exact(rb)).enumerate() {
             self.prgs[j].fill_bytes(qj);
@@ -51,84 +176,6 @@ impl SenderState {
         }
         transpose_rows(q, rb, dest)
     }
-}
-
-/// The extension receiver's state after setup.
-struct ReceiverState {
-    prgs: Vec<[AesPrg; 2]>,
-    aes: FixedKeyAes,
-    next_index: u64,
-    /// The t and u columns of one chunk, reused from chunk to chunk.
-    columns: [Vec<u8>; 2],
-}
-
-/// IKNP/ALSZ OT-extension sender, generic over the base OT it runs as receiver.
-pub struct IknpSender<B> {
-    base: B,
-    state: Option<SenderState>,
-}
-
-/// IKNP/ALSZ OT-extension receiver, generic over the base OT it runs as sender.
-pub struct IknpReceiver<B> {
-    base: B,
-    state: Option<ReceiverState>,
-    /// Test hook for a cheating receiver: flip choice bit `.0` in the first `.1` columns only.
-    #[cfg(test)]
-    pub(crate) cheat: Option<(usize, usize)>,
-}
-
-impl<B> std::fmt::Debug for IknpSender<B> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IknpSender").finish_non_exhaustive()
-    }
-}
-
-impl<B> std::fmt::Debug for IknpReceiver<B> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("IknpReceiver").finish_non_exhaustive()
-    }
-}
-
-fn not_set_up() -> Error {
-    super::not_set_up("ot", "the OT extension")
-}
-
-/// Applies TCCR(first + i, ·) to every block.
-fn hash_rows(aes: &FixedKeyAes, first: u64, rows: &mut [Block]) {
-    aes.tccr_hash(first, rows);
-}
-
-impl<B: BaseOtReceiver> IknpSender<B> {
-    /// A sender that will run its base OTs with `base`.
-    pub fn new(base: B) -> Self {
-        IknpSender { base, state: None }
-    }
-
-    /// Runs the κ base OTs (as their receiver, with a random choice vector s).
-    pub fn setup<C: Channel + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        sid: &[u8; 32],
-        rng: &mut impl CryptoRng,
-    ) -> Result<()> {
-        let s = Block::random(rng);
-        let choices: Vec<bool> = (0..KAPPA).map(|j| s.bit(j)).collect();
-        let prgs = seed_prgs(&mut self.base, ch, sid, &choices, rng)?;
-        self.state = Some(SenderState {
-            s,
-            prgs,
-            aes: session_aes(sid, "ot/iknp/tccr"),
-            next_index: 0,
-            columns: Vec::new(),
-            rows: Vec::new(),
-        });
-        Ok(())
-    }
-
-    /// The global correlation s (KOS needs it for its check).
-    pub(crate) fn delta(&self) -> Result<Block> {
-        self.state.as_ref().map(|s| s.s).ok_or_else(not_set_up)
-    }
 
     /// Receives the u columns of `m` OTs and returns the first OT index and the rows
     /// q_i = t_i ⊕ r_i·s.
@@ -136,14 +183,13 @@ impl<B: BaseOtReceiver> IknpSender<B> {
         &mut self,
         ch: &mut C,
         m: usize,
-    ) -> Result<(u64, Vec<Block>)> {
-        let st = self.state.as_mut().ok_or_else(not_set_up)?;
-        let first = st.next_index;
-        let mut rows = vec![Block::ZERO; m];
+    ) -> Result<(u64, Zeroizing<Vec<Block>>)> {
+        let first = self.next_index;
+        let mut rows = Zeroizing::new(vec![Block::ZERO; m]);
         for dest in rows.chunks_mut(CHUNK) {
-            st.extend_chunk(ch, dest)?;
+            self.extend_chunk(ch, dest)?;
         }
-        st.next_index += m as u64;
+        self.next_index += m as u64;
         Ok((first, rows))
     }
 
@@ -154,21 +200,22 @@ impl<B: BaseOtReceiver> IknpSender<B> {
         ch: &mut C,
         out: &mut [[Block; 2]],
     ) -> Result<()> {
-        let st = self.state.as_mut().ok_or_else(not_set_up)?;
-        let first = st.next_index;
-        let mut q = std::mem::take(&mut st.rows);
+        let first = self.next_index;
+        // Wiped if an error ends the batch; handed back to `self.rows` otherwise.
+        let mut q = Zeroizing::new(std::mem::take(&mut self.rows));
+        grow_wiping(&mut q, CHUNK.min(out.len()));
         q.resize(CHUNK.min(out.len()), Block::ZERO);
-        let s = st.s;
+        let s = self.s;
         for (k, o) in out.chunks_mut(CHUNK).enumerate() {
             let q = &mut q[..o.len()];
-            st.extend_chunk(ch, q)?;
+            self.extend_chunk(ch, q)?;
             for (o, q) in o.iter_mut().zip(q.iter()) {
                 *o = [*q, *q ^ s];
             }
-            st.aes.tccr_hash_pairs(first + (k * CHUNK) as u64, o);
+            self.aes.tccr_hash_pairs(first + (k * CHUNK) as u64, o);
         }
-        st.rows = q;
-        st.next_index += out.len() as u64;
+        self.rows = std::mem::take(&mut *q);
+        self.next_index += out.len() as u64;
         Ok(())
     }
 
@@ -180,11 +227,11 @@ impl<B: BaseOtReceiver> IknpSender<B> {
         delta: Block,
         out: &mut [Block],
     ) -> Result<()> {
-        let mut pairs = vec![[Block::ZERO; 2]; out.len()];
+        let mut pairs = Zeroizing::new(vec![[Block::ZERO; 2]; out.len()]);
         self.send_random(ch, &mut pairs)?;
         let y: Vec<Block> = pairs.iter().map(|[x0, x1]| *x0 ^ delta ^ *x1).collect();
         send_elements(ch, MSG_Y_VALUES, &block::blocks_to_bytes(&y), 16, CHUNK)?;
-        for (o, [x0, _]) in out.iter_mut().zip(&pairs) {
+        for (o, [x0, _]) in out.iter_mut().zip(pairs.iter()) {
             *o = *x0;
         }
         Ok(())
@@ -196,10 +243,10 @@ impl<B: BaseOtReceiver> IknpSender<B> {
         ch: &mut C,
         messages: &[[Block; 2]],
     ) -> Result<()> {
-        let mut pairs = vec![[Block::ZERO; 2]; messages.len()];
+        let mut pairs = Zeroizing::new(vec![[Block::ZERO; 2]; messages.len()]);
         self.send_random(ch, &mut pairs)?;
         let mut y = Vec::with_capacity(2 * messages.len());
-        for ([m0, m1], [x0, x1]) in messages.iter().zip(&pairs) {
+        for ([m0, m1], [x0, x1]) in messages.iter().zip(pairs.iter()) {
             y.push(*m0 ^ *x0);
             y.push(*m1 ^ *x1);
         }
@@ -213,7 +260,7 @@ fn transpose_rows(columns: &[u8], rb: usize, dest: &mut [Block]) -> Result<()> {
     if dest.len() == rb * 8 {
         return transpose_128xn(columns, rb, dest);
     }
-    let mut all = vec![Block::ZERO; rb * 8];
+    let mut all = Zeroizing::new(vec![Block::ZERO; rb * 8]);
     transpose_128xn(columns, rb, &mut all)?;
     let n = dest.len();
     dest.copy_from_slice(&all[..n]);
@@ -225,41 +272,36 @@ pub(crate) fn random_outputs(
     aes: &FixedKeyAes,
     s: Block,
     first: u64,
-    q: Vec<Block>,
+    q: &[Block],
     out: &mut [[Block; 2]],
 ) {
-    for (o, q) in out.iter_mut().zip(&q) {
+    for (o, q) in out.iter_mut().zip(q) {
         *o = [*q, *q ^ s];
     }
     aes.tccr_hash_pairs(first, out);
 }
 
-impl<B: BaseOtSender> IknpReceiver<B> {
-    /// A receiver that will run its base OTs with `base`.
-    pub fn new(base: B) -> Self {
-        IknpReceiver {
-            base,
-            state: None,
-            #[cfg(test)]
-            cheat: None,
-        }
+impl IknpReceiver {
+    /// The TCCR hash of the outputs.
+    pub(crate) fn aes(&self) -> &FixedKeyAes {
+        &self.aes
     }
 
-    /// Runs the κ base OTs (as their sender).
-    pub fn setup<C: Channel + ?Sized>(
-        &mut self,
+    /// Runs the κ base OTs with `base` (as their sender) and returns the ready receiver.
+    pub fn setup<B: BaseOtSender, C: Channel + ?Sized>(
+        base: &mut B,
         ch: &mut C,
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
-    ) -> Result<()> {
-        let prgs = seed_prg_pairs(&mut self.base, ch, sid, KAPPA, rng)?;
-        self.state = Some(ReceiverState {
-            prgs,
+    ) -> Result<Self> {
+        Ok(IknpReceiver {
+            prgs: seed_prg_pairs(base, ch, sid, KAPPA, rng)?,
             aes: session_aes(sid, "ot/iknp/tccr"),
             next_index: 0,
             columns: [Vec::new(), Vec::new()],
-        });
-        Ok(())
+            #[cfg(test)]
+            cheat: None,
+        })
     }
 
     /// Sends the u columns for `choices` and returns the first OT index and the rows t_i.
@@ -267,8 +309,8 @@ impl<B: BaseOtSender> IknpReceiver<B> {
         &mut self,
         ch: &mut C,
         choices: &[bool],
-    ) -> Result<(u64, Vec<Block>)> {
-        let mut rows = vec![Block::ZERO; choices.len()];
+    ) -> Result<(u64, Zeroizing<Vec<Block>>)> {
+        let mut rows = Zeroizing::new(vec![Block::ZERO; choices.len()]);
         let first = self.extend_into(ch, choices, &mut rows)?;
         Ok((first, rows))
     }
@@ -283,20 +325,21 @@ impl<B: BaseOtSender> IknpReceiver<B> {
     ) -> Result<u64> {
         #[cfg(test)]
         let cheat = self.cheat;
-        let st = self.state.as_mut().ok_or_else(not_set_up)?;
-        let first = st.next_index;
+        let first = self.next_index;
         for (chunk, dest) in choices.chunks(CHUNK).zip(rows.chunks_mut(CHUNK)) {
             let rb = row_bytes(chunk.len());
-            let r = pack_bits(chunk);
+            let r = Zeroizing::new(pack_bits(chunk));
             #[cfg(test)]
             let r_cheat = {
-                let mut rc = r.clone();
+                let mut rc = r.to_vec();
                 if let Some((row, _)) = cheat {
                     rc[row / 8] ^= 1 << (row % 8);
                 }
                 rc
             };
-            let [t, u] = &mut st.columns;
+            let [t, u] = &mut self.columns;
+            grow_wiping(t, KAPPA * rb);
+            grow_wiping(u, KAPPA * rb);
             t.resize(KAPPA * rb, 0);
             u.resize(KAPPA * rb, 0);
             for (j, (tj, uj)) in t
@@ -304,10 +347,10 @@ impl<B: BaseOtSender> IknpReceiver<B> {
                 .zip(u.chunks_exact_mut(rb))
                 .enumerate()
             {
-                st.prgs[j][0].fill_bytes(tj);
-                st.prgs[j][1].fill_bytes(uj);
+                self.prgs[j][0].fill_bytes(tj);
+                self.prgs[j][1].fill_bytes(uj);
                 #[cfg(test)]
-                let r = if cheat.is_some_and(|(_, cols)| j < cols) {
+                let r: &[u8] = if cheat.is_some_and(|(_, cols)| j < cols) {
                     &r_cheat
                 } else {
                     &r
@@ -319,7 +362,7 @@ impl<B: BaseOtSender> IknpReceiver<B> {
             ch.send(MSG_U_COLUMNS, u)?;
             transpose_rows(t, rb, dest)?;
         }
-        st.next_index += choices.len() as u64;
+        self.next_index += choices.len() as u64;
         Ok(first)
     }
 
@@ -332,8 +375,7 @@ impl<B: BaseOtSender> IknpReceiver<B> {
     ) -> Result<()> {
         check_out_len(choices.len(), out.len())?;
         let first = self.extend_into(ch, choices, out)?;
-        let st = self.state.as_ref().ok_or_else(not_set_up)?;
-        hash_rows(&st.aes, first, out);
+        hash_rows(&self.aes, first, out);
         Ok(())
     }
 

@@ -25,9 +25,15 @@
 //!            which equals R's output exactly for w = v_i.
 //! ```
 //!
-//! The PRG streams continue from chunk to chunk and the OT index i counts across calls, so one
-//! setup serves any number of OTs. The sender does not materialise all N outputs per OT: it
-//! keeps the rows q_i in a [`Kk13SenderOutputs`] and hashes on demand.
+//! **Lifecycle.** [`Kk13Sender::setup`] / [`Kk13Receiver::setup`] check η (before anything is
+//! sent), run the κ' base OTs with the base OT they are given and return the ready extension;
+//! there is no other constructor, so extending before setup does not compile. The PRG streams
+//! continue from chunk to chunk and the OT index i counts across calls, so the value one setup
+//! returns serves any number of OTs. s, the table of c(w) ∧ s, the PRG keys and the row buffers
+//! are wiped when the value (or a batch of outputs) is dropped.
+//!
+//! The sender does not materialise all N outputs per OT: it keeps the rows q_i in a
+//! [`Kk13SenderOutputs`] and hashes on demand.
 //!
 //! **Hash.** H(i, x) = SHA-256(D ‖ le64(i) ‖ x) truncated to 16 bytes, where D is a 64-byte
 //! block derived from a fixed label, the session id and the row width, i the 64-bit OT index and
@@ -62,7 +68,7 @@ use blindjoin_core::prefix_hash::HashScratch;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
 use rayon::prelude::*;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 /// Name of the receiver's u columns (one frame per chunk of OTs).
 pub const MSG_U_COLUMNS: &str = "the KK13 extension's u columns";
@@ -124,48 +130,49 @@ fn check_eta(eta: u32) -> Result<()> {
     Ok(())
 }
 
-fn not_set_up() -> Error {
-    super::not_set_up("ot", "the KK13 OT extension")
-}
-
-/// The extension sender's state after setup.
-struct SenderState {
+/// KK13 1-out-of-2^η OT-extension sender. [`setup`](Self::setup) runs the base OTs and is the
+/// only way to get one. Its secret s (in the extension core and in the table of c(w) ∧ s) and
+/// its buffers are wiped when it is dropped; `Debug` shows only η.
+pub struct Kk13Sender {
+    eta: u32,
     core: WideSender,
     /// c(w) ∧ s for every w, κ'/128 blocks each.
     masks: Vec<Block>,
     ro: RowHash,
+    /// The rows buffer of a recycled batch (zeroised, capacity kept).
+    spare: Vec<Block>,
 }
 
-impl Drop for SenderState {
+impl Drop for Kk13Sender {
     fn drop(&mut self) {
         self.masks.zeroize();
+        self.spare.zeroize();
     }
 }
 
-/// The extension receiver's state after setup.
-struct ReceiverState {
+/// The table and the spare buffer are wiped by `Drop`; the core wipes s and its PRGs.
+impl ZeroizeOnDrop for Kk13Sender {}
+
+/// KK13 1-out-of-2^η OT-extension receiver. [`setup`](Self::setup) runs the base OTs and is the
+/// only way to get one. Its PRG keys and buffers are wiped when it is dropped; `Debug` shows only
+/// η.
+pub struct Kk13Receiver {
+    eta: u32,
     core: WideReceiver,
     ro: RowHash,
     rows: Vec<Block>,
 }
 
-/// KK13 1-out-of-2^η OT-extension sender, generic over the base OT it runs as receiver.
-pub struct Kk13Sender<B> {
-    base: B,
-    eta: u32,
-    state: Option<SenderState>,
-    /// The rows buffer of a recycled batch (zeroised, capacity kept).
-    spare: Vec<Block>,
+impl Drop for Kk13Receiver {
+    fn drop(&mut self) {
+        self.rows.zeroize();
+    }
 }
 
-/// KK13 1-out-of-2^η OT-extension receiver, generic over the base OT it runs as sender.
-pub struct Kk13Receiver<B> {
-    base: B,
-    eta: u32,
-    state: Option<ReceiverState>,
-}
+/// The rows are wiped by `Drop`; the core wipes its PRGs and buffers.
+impl ZeroizeOnDrop for Kk13Receiver {}
 
-impl<B> std::fmt::Debug for Kk13Sender<B> {
+impl std::fmt::Debug for Kk13Sender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Kk13Sender")
             .field("eta", &self.eta)
@@ -173,7 +180,7 @@ impl<B> std::fmt::Debug for Kk13Sender<B> {
     }
 }
 
-impl<B> std::fmt::Debug for Kk13Receiver<B> {
+impl std::fmt::Debug for Kk13Receiver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Kk13Receiver")
             .field("eta", &self.eta)
@@ -211,6 +218,9 @@ impl Drop for Kk13SenderOutputs {
         self.masks.zeroize();
     }
 }
+
+/// The rows and the table of c(w) ∧ s are wiped by `Drop`.
+impl ZeroizeOnDrop for Kk13SenderOutputs {}
 
 impl Kk13SenderOutputs {
     /// Number of OTs in the batch.
@@ -319,15 +329,36 @@ impl Kk13SenderOutputs {
 /// κ'/128 for η = [`MAX_ETA`]: the largest row in blocks.
 const MAX_ETA_BLOCKS: usize = 1024 / 128;
 
-impl<B: BaseOtReceiver> Kk13Sender<B> {
-    /// A sender for 1-out-of-2^η OTs that will run its base OTs with `base`.
-    /// `Err(InvalidParam)` unless 1 ≤ η ≤ [`MAX_ETA`].
-    pub fn new(base: B, eta: u32) -> Result<Self> {
+impl Kk13Sender {
+    /// Runs the κ' base OTs of 1-out-of-2^η OT with `base` (as their receiver, with a random
+    /// choice vector s) and returns the ready sender. `Err(InvalidParam)`, before anything is
+    /// sent, unless 1 ≤ η ≤ [`MAX_ETA`].
+    pub fn setup<B: BaseOtReceiver, C: Channel + ?Sized>(
+        base: &mut B,
+        eta: u32,
+        ch: &mut C,
+        sid: &[u8; 32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<Self> {
         check_eta(eta)?;
+        let nb = code_len(eta) / 128;
+        let ro = RowHash::new(RO_LABEL, sid, nb)?;
+        let core = WideSender::setup(base, ch, sid, nb, rng)?;
+        // Allocated once at its final size, so that no reallocation leaves a copy behind.
+        let mut masks = Vec::with_capacity(nb << eta);
+        for w in 0..1u32 << eta {
+            masks.extend(
+                codeword(eta, w)
+                    .into_iter()
+                    .zip(core.s())
+                    .map(|(c, s)| c & *s),
+            );
+        }
         Ok(Kk13Sender {
-            base,
             eta,
-            state: None,
+            core,
+            masks,
+            ro,
             spare: Vec::new(),
         })
     }
@@ -335,32 +366,6 @@ impl<B: BaseOtReceiver> Kk13Sender<B> {
     /// η of the OTs.
     pub fn eta(&self) -> u32 {
         self.eta
-    }
-
-    /// Runs the κ' base OTs (as their receiver, with a random choice vector s).
-    pub fn setup<C: Channel + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        sid: &[u8; 32],
-        rng: &mut impl CryptoRng,
-    ) -> Result<()> {
-        let nb = code_len(self.eta) / 128;
-        let core = WideSender::setup(&mut self.base, ch, sid, nb, rng)?;
-        let masks = (0..1u32 << self.eta)
-            .flat_map(|w| {
-                codeword(self.eta, w)
-                    .into_iter()
-                    .zip(core.s())
-                    .map(|(c, s)| c & *s)
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        self.state = Some(SenderState {
-            core,
-            masks,
-            ro: RowHash::new(RO_LABEL, sid, nb)?,
-        });
-        Ok(())
     }
 
     /// `m` random 1-out-of-N OTs: receives the receiver's u columns (one frame per chunk of
@@ -371,16 +376,16 @@ impl<B: BaseOtReceiver> Kk13Sender<B> {
         ch: &mut C,
         m: usize,
     ) -> Result<Kk13SenderOutputs> {
-        let st = self.state.as_mut().ok_or_else(not_set_up)?;
-        let mut rows = std::mem::take(&mut self.spare);
-        let first = st.core.extend(ch, m, MSG_U_COLUMNS, &mut rows)?;
+        // Wiped if an error ends the batch.
+        let mut rows = Zeroizing::new(std::mem::take(&mut self.spare));
+        let first = self.core.extend(ch, m, MSG_U_COLUMNS, &mut rows)?;
         Ok(Kk13SenderOutputs {
-            rows,
-            masks: st.masks.clone(),
+            rows: std::mem::take(&mut *rows),
+            masks: self.masks.clone(),
             eta: self.eta,
             first,
             len: m,
-            ro: st.ro.clone(),
+            ro: self.ro.clone(),
         })
     }
 
@@ -451,37 +456,31 @@ fn code_columns(eta: u32, choices: &[u32], rb: usize, cols: &mut [u8]) {
     }
 }
 
-impl<B: BaseOtSender> Kk13Receiver<B> {
-    /// A receiver for 1-out-of-2^η OTs that will run its base OTs with `base`.
-    /// `Err(InvalidParam)` unless 1 ≤ η ≤ [`MAX_ETA`].
-    pub fn new(base: B, eta: u32) -> Result<Self> {
+impl Kk13Receiver {
+    /// Runs the κ' base OTs of 1-out-of-2^η OT with `base` (as their sender) and returns the
+    /// ready receiver. `Err(InvalidParam)`, before anything is sent, unless
+    /// 1 ≤ η ≤ [`MAX_ETA`].
+    pub fn setup<B: BaseOtSender, C: Channel + ?Sized>(
+        base: &mut B,
+        eta: u32,
+        ch: &mut C,
+        sid: &[u8; 32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<Self> {
         check_eta(eta)?;
+        let nb = code_len(eta) / 128;
+        let ro = RowHash::new(RO_LABEL, sid, nb)?;
         Ok(Kk13Receiver {
-            base,
             eta,
-            state: None,
+            core: WideReceiver::setup(base, ch, sid, nb, rng)?,
+            ro,
+            rows: Vec::new(),
         })
     }
 
     /// η of the OTs.
     pub fn eta(&self) -> u32 {
         self.eta
-    }
-
-    /// Runs the κ' base OTs (as their sender).
-    pub fn setup<C: Channel + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        sid: &[u8; 32],
-        rng: &mut impl CryptoRng,
-    ) -> Result<()> {
-        let nb = code_len(self.eta) / 128;
-        self.state = Some(ReceiverState {
-            core: WideReceiver::setup(&mut self.base, ch, sid, nb, rng)?,
-            ro: RowHash::new(RO_LABEL, sid, nb)?,
-            rows: Vec::new(),
-        });
-        Ok(())
     }
 
     /// Random 1-out-of-N OTs: `out[i]` = the sender's message `choices[i]` of OT i, i.e.
@@ -502,24 +501,23 @@ impl<B: BaseOtSender> Kk13Receiver<B> {
             });
         }
         let nb = code_len(eta) / 128;
-        let st = self.state.as_mut().ok_or_else(not_set_up)?;
         // Rows of one batch of chunks at a time, so memory stays bounded for any m.
         const PART: usize = 1 << 18;
         for (part, o) in choices.chunks(PART).zip(out.chunks_mut(PART)) {
-            st.rows.clear();
-            let first = st.core.extend(
+            self.rows.clear();
+            let first = self.core.extend(
                 ch,
                 part.len(),
                 MSG_U_COLUMNS,
                 |start, len, rb, cols| code_columns(eta, &part[start..start + len], rb, cols),
-                &mut st.rows,
+                &mut self.rows,
             )?;
-            let ro = &st.ro;
+            let ro = &self.ro;
             o.par_chunks_mut(HASH_BATCH)
-                .zip(st.rows.par_chunks(HASH_BATCH * nb))
+                .zip(self.rows.par_chunks(HASH_BATCH * nb))
                 .enumerate()
                 .for_each(|(k, (o, r))| ro.hash_rows(first + (k * HASH_BATCH) as u64, r, o));
-            st.rows.zeroize();
+            self.rows.zeroize();
         }
         Ok(())
     }
@@ -639,12 +637,5 @@ mod tests {
                 assert_eq!(transpose8x8(1 << (8 * r + c)), 1 << (8 * c + r));
             }
         }
-    }
-
-    #[test]
-    fn bad_eta_rejected() {
-        use crate::base::ChouOrlandiReceiver;
-        assert!(Kk13Sender::new(ChouOrlandiReceiver::default(), 0).is_err());
-        assert!(Kk13Sender::new(ChouOrlandiReceiver::default(), 11).is_err());
     }
 }

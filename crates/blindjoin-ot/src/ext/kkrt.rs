@@ -25,6 +25,13 @@
 //! R outputs H(i, t_i); S keeps (q_i, s) and evaluates F_i(y) on demand.
 //! ```
 //!
+//! **Lifecycle.** [`KkrtSender::setup`] / [`KkrtReceiver::setup`] check the code width (before
+//! anything is sent), run the k base OTs with the base OT they are given and return the ready
+//! OPRF, which serves any number of batches (the instance index counts across calls); there is
+//! no other constructor, so a batch before setup does not compile. s, the PRG keys and the row
+//! and codeword buffers are wiped when the value (or the last batch of keys sharing s) is
+//! dropped.
+//!
 //! **Code.** C(y) = AES_{K_1}(y) ‖ … ‖ AES_{K_w}(y), w = k/128 AES keys derived from the session
 //! id (so they are fixed only after both parties' inputs are: the session id hashes both hello
 //! messages and their fresh nonces). This is KKRT16's instantiation of the pseudorandom code by
@@ -55,7 +62,7 @@
 //! out-of-range instance is an `InvalidParam` error, not a panic.
 
 use super::wide::{RowHash, WideReceiver, WideSender, check_width, rows_to_columns};
-use super::{KAPPA, check_out_len, session_aes};
+use super::{KAPPA, check_out_len, grow_wiping, session_aes};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::Channel;
@@ -63,7 +70,7 @@ use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
 use rayon::prelude::*;
 use std::sync::Arc;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 /// Name of the receiver's u columns (one frame per chunk of OTs).
 pub const MSG_U_COLUMNS: &str = "the KKRT OPRF's u columns";
@@ -138,9 +145,11 @@ impl Prc {
     fn encode(&self, inputs: &[Block], tmp: &mut Vec<Block>, out: &mut Vec<Block>) {
         let w = self.keys.len();
         out.clear();
+        grow_wiping(out, inputs.len() * w);
         out.resize(inputs.len() * w, Block::ZERO);
         for (g, aes) in self.keys.iter().enumerate() {
             tmp.clear();
+            grow_wiping(tmp, inputs.len());
             tmp.extend_from_slice(inputs);
             aes.permute(tmp);
             for (row, c) in out.chunks_exact_mut(w).zip(tmp.iter()) {
@@ -148,16 +157,6 @@ impl Prc {
             }
         }
     }
-}
-
-fn not_set_up() -> Error {
-    super::not_set_up("oprf", "the KKRT OPRF")
-}
-
-/// The sender's state after setup.
-struct SenderState {
-    core: WideSender,
-    shared: Arc<SenderShared>,
 }
 
 /// What every batch of sender outputs needs besides its rows.
@@ -173,8 +172,34 @@ impl Drop for SenderShared {
     }
 }
 
-/// The receiver's state after setup.
-struct ReceiverState {
+/// s is wiped by `Drop`; the code's and the hash's keys are public.
+impl ZeroizeOnDrop for SenderShared {}
+
+/// KKRT16 OPRF sender. [`setup`](Self::setup) runs the base OTs and is the only way to get one.
+/// Its secret s (in the extension core and in the part shared with its outputs) and its buffers
+/// are wiped when the last of it and its outputs is dropped; `Debug` shows only the code width.
+pub struct KkrtSender {
+    width: usize,
+    core: WideSender,
+    shared: Arc<SenderShared>,
+    /// The rows buffer of a recycled batch (zeroised, capacity kept).
+    spare: Vec<Block>,
+}
+
+impl Drop for KkrtSender {
+    fn drop(&mut self) {
+        self.spare.zeroize();
+    }
+}
+
+/// The spare buffer is wiped by `Drop`, the core and the shared part by their own.
+impl ZeroizeOnDrop for KkrtSender {}
+
+/// KKRT16 OPRF receiver. [`setup`](Self::setup) runs the base OTs and is the only way to get
+/// one. Its PRG keys and its buffers (which hold rows and codewords of its inputs) are wiped when
+/// it is dropped; `Debug` shows only the code width.
+pub struct KkrtReceiver {
+    width: usize,
     core: WideReceiver,
     prc: Prc,
     ro: RowHash,
@@ -183,23 +208,18 @@ struct ReceiverState {
     tmp: Vec<Block>,
 }
 
-/// KKRT16 OPRF sender, generic over the base OT it runs as receiver.
-pub struct KkrtSender<B> {
-    base: B,
-    width: usize,
-    state: Option<SenderState>,
-    /// The rows buffer of a recycled batch (zeroised, capacity kept).
-    spare: Vec<Block>,
+impl Drop for KkrtReceiver {
+    fn drop(&mut self) {
+        self.rows.zeroize();
+        self.codes.zeroize();
+        self.tmp.zeroize();
+    }
 }
 
-/// KKRT16 OPRF receiver, generic over the base OT it runs as sender.
-pub struct KkrtReceiver<B> {
-    base: B,
-    width: usize,
-    state: Option<ReceiverState>,
-}
+/// The buffers are wiped by `Drop`; the core wipes its PRGs and buffers.
+impl ZeroizeOnDrop for KkrtReceiver {}
 
-impl<B> std::fmt::Debug for KkrtSender<B> {
+impl std::fmt::Debug for KkrtSender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KkrtSender")
             .field("width", &self.width)
@@ -207,7 +227,7 @@ impl<B> std::fmt::Debug for KkrtSender<B> {
     }
 }
 
-impl<B> std::fmt::Debug for KkrtReceiver<B> {
+impl std::fmt::Debug for KkrtReceiver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KkrtReceiver")
             .field("width", &self.width)
@@ -240,6 +260,9 @@ impl Drop for KkrtSenderOutputs {
         self.rows.zeroize();
     }
 }
+
+/// The rows are wiped by `Drop`; s when the last holder of the shared part is dropped.
+impl ZeroizeOnDrop for KkrtSenderOutputs {}
 
 impl KkrtSenderOutputs {
     /// Number of instances in the batch.
@@ -320,45 +343,42 @@ thread_local! {
         const { std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new())) };
 }
 
-impl<B: BaseOtReceiver> KkrtSender<B> {
-    /// A sender with a code of `width` blocks (k = 128·width bits; see [`code_blocks`]) that
-    /// will run its base OTs with `base`. `Err(InvalidParam)` unless 1 ≤ width ≤ 8.
-    pub fn new(base: B, width: usize) -> Result<Self> {
-        check_width(width)?;
-        Ok(KkrtSender {
-            base,
-            width,
-            state: None,
-            spare: Vec::new(),
-        })
-    }
-
-    /// Runs the k base OTs (as their receiver, with a random s).
-    pub fn setup<C: Channel + ?Sized>(
-        &mut self,
+impl KkrtSender {
+    /// Runs the k = 128·`width` base OTs with `base` (as their receiver, with a random s) and
+    /// returns the ready sender of a code of `width` blocks (see [`code_blocks`]).
+    /// `Err(InvalidParam)`, before anything is sent, unless 1 ≤ width ≤ 8.
+    pub fn setup<B: BaseOtReceiver, C: Channel + ?Sized>(
+        base: &mut B,
+        width: usize,
         ch: &mut C,
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
-    ) -> Result<()> {
-        let core = WideSender::setup(&mut self.base, ch, sid, self.width, rng)?;
+    ) -> Result<Self> {
+        check_width(width)?;
+        let ro = RowHash::new(RO_LABEL, sid, width)?;
+        let core = WideSender::setup(base, ch, sid, width, rng)?;
         let shared = Arc::new(SenderShared {
             s: core.s().to_vec(),
-            prc: Prc::new(sid, self.width),
-            ro: RowHash::new(RO_LABEL, sid, self.width)?,
+            prc: Prc::new(sid, width),
+            ro,
         });
-        self.state = Some(SenderState { core, shared });
-        Ok(())
+        Ok(KkrtSender {
+            width,
+            core,
+            shared,
+            spare: Vec::new(),
+        })
     }
 
     /// `m` OPRF instances: receives the receiver's u columns (one frame per chunk of ≤ 2^16
     /// instances, each exactly k·row_bytes bytes, else `Err(Malformed)`) and returns the keys.
     pub fn send<C: Channel + ?Sized>(&mut self, ch: &mut C, m: usize) -> Result<KkrtSenderOutputs> {
-        let st = self.state.as_mut().ok_or_else(not_set_up)?;
-        let mut rows = std::mem::take(&mut self.spare);
-        let first = st.core.extend(ch, m, MSG_U_COLUMNS, &mut rows)?;
+        // Wiped if an error ends the batch.
+        let mut rows = Zeroizing::new(std::mem::take(&mut self.spare));
+        let first = self.core.extend(ch, m, MSG_U_COLUMNS, &mut rows)?;
         Ok(KkrtSenderOutputs {
-            rows,
-            shared: Arc::clone(&st.shared),
+            rows: std::mem::take(&mut *rows),
+            shared: Arc::clone(&self.shared),
             width: self.width,
             first,
             len: m,
@@ -372,34 +392,28 @@ impl<B: BaseOtReceiver> KkrtSender<B> {
     }
 }
 
-impl<B: BaseOtSender> KkrtReceiver<B> {
-    /// A receiver with a code of `width` blocks that will run its base OTs with `base`.
-    /// `Err(InvalidParam)` unless 1 ≤ width ≤ 8.
-    pub fn new(base: B, width: usize) -> Result<Self> {
-        check_width(width)?;
-        Ok(KkrtReceiver {
-            base,
-            width,
-            state: None,
-        })
-    }
-
-    /// Runs the k base OTs (as their sender).
-    pub fn setup<C: Channel + ?Sized>(
-        &mut self,
+impl KkrtReceiver {
+    /// Runs the k = 128·`width` base OTs with `base` (as their sender) and returns the ready
+    /// receiver of a code of `width` blocks. `Err(InvalidParam)`, before anything is sent,
+    /// unless 1 ≤ width ≤ 8.
+    pub fn setup<B: BaseOtSender, C: Channel + ?Sized>(
+        base: &mut B,
+        width: usize,
         ch: &mut C,
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
-    ) -> Result<()> {
-        self.state = Some(ReceiverState {
-            core: WideReceiver::setup(&mut self.base, ch, sid, self.width, rng)?,
-            prc: Prc::new(sid, self.width),
-            ro: RowHash::new(RO_LABEL, sid, self.width)?,
+    ) -> Result<Self> {
+        check_width(width)?;
+        let ro = RowHash::new(RO_LABEL, sid, width)?;
+        Ok(KkrtReceiver {
+            width,
+            core: WideReceiver::setup(base, ch, sid, width, rng)?,
+            prc: Prc::new(sid, width),
+            ro,
             rows: Vec::new(),
             codes: Vec::new(),
             tmp: Vec::new(),
-        });
-        Ok(())
+        })
     }
 
     /// One OPRF instance per input: `out[i] = F_i(inputs[i])`. `Err(InvalidParam)` (before
@@ -412,11 +426,10 @@ impl<B: BaseOtSender> KkrtReceiver<B> {
     ) -> Result<()> {
         check_out_len(inputs.len(), out.len())?;
         let w = self.width;
-        let st = self.state.as_mut().ok_or_else(not_set_up)?;
         for (part, o) in inputs.chunks(PART).zip(out.chunks_mut(PART)) {
-            st.rows.clear();
-            let (prc, codes, tmp) = (&st.prc, &mut st.codes, &mut st.tmp);
-            let first = st.core.extend(
+            self.rows.clear();
+            let (prc, codes, tmp) = (&self.prc, &mut self.codes, &mut self.tmp);
+            let first = self.core.extend(
                 ch,
                 part.len(),
                 MSG_U_COLUMNS,
@@ -424,14 +437,14 @@ impl<B: BaseOtSender> KkrtReceiver<B> {
                     prc.encode(&part[start..start + len], tmp, codes);
                     rows_to_columns(codes, w, rb, cols);
                 },
-                &mut st.rows,
+                &mut self.rows,
             )?;
-            let ro = &st.ro;
+            let ro = &self.ro;
             o.par_chunks_mut(BATCH)
-                .zip(st.rows.par_chunks(BATCH * w))
+                .zip(self.rows.par_chunks(BATCH * w))
                 .enumerate()
                 .for_each(|(k, (o, r))| ro.hash_rows(first + (k * BATCH) as u64, r, o));
-            st.rows.zeroize();
+            self.rows.zeroize();
         }
         Ok(())
     }
@@ -441,6 +454,12 @@ impl<B: BaseOtSender> KkrtReceiver<B> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn the_shared_secret_zeroizes_on_drop() {
+        fn assert_zod<T: zeroize::ZeroizeOnDrop>() {}
+        assert_zod::<SenderShared>();
+    }
 
     #[test]
     fn code_width_from_the_bound() {

@@ -13,18 +13,24 @@
 //! q_i = t_i ⊕ r_i·s, i.e. when the receiver used one consistent choice bit per OT in all κ
 //! columns. The extra OTs are discarded, so x leaks nothing about the real choices.
 //!
+//! **Lifecycle.** [`KosSender::setup`] / [`KosReceiver::setup`] run IKNP's setup (the κ base
+//! OTs, with the base OT they are given), seed the PRG of the challenge seeds (sender) or of the
+//! extra OTs' choices (receiver) from the caller's RNG, and return the ready extension; there is
+//! no other constructor. Everything secret is wiped when the value is dropped.
+//!
 //! **Deviation.** The seed of χ is chosen by the sender after it has received all u columns
 //! (instead of a coin toss): only the receiver is checked, and it is committed to u by then. The
 //! random-OT outputs use the same TCCR hash as IKNP (KOS model H as a random oracle).
 
+use super::check_out_len;
 use super::iknp::{IknpReceiver, IknpSender, random_outputs};
-use super::{check_out_len, session_aes};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::block::gf128_inner_product;
 use blindjoin_core::channel::Channel;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
+use zeroize::{ZeroizeOnDrop, Zeroizing};
 
 /// Extra OTs for the check: κ + λ = 168 rounded up to whole columns.
 pub const EXTRA: usize = 256;
@@ -34,24 +40,40 @@ pub const MSG_SEED: &str = "the KOS challenge seed";
 /// Name of the receiver's check values (x, t).
 pub const MSG_PROOF: &str = "the KOS check values";
 
-/// KOS sender (the party that checks), generic over its base OT.
-#[derive(Debug)]
-pub struct KosSender<B> {
-    iknp: IknpSender<B>,
-    /// The session id and a PRG for the challenge seeds, both from setup.
-    session: Option<([u8; 32], AesPrg)>,
+/// KOS sender (the party that checks). [`setup`](Self::setup) runs the base OTs and is the only
+/// way to get one. It holds IKNP's sender (whose Δ is wiped on drop) and the PRG of the
+/// challenge seeds; `Debug` shows neither.
+pub struct KosSender {
+    iknp: IknpSender,
+    /// The PRG of the challenge seeds.
+    prg: AesPrg,
 }
 
-/// KOS receiver (the party that proves consistency), generic over its base OT.
-#[derive(Debug)]
-pub struct KosReceiver<B> {
-    iknp: IknpReceiver<B>,
-    /// The session id and a PRG for the extra OTs' choices, both from setup.
-    session: Option<([u8; 32], AesPrg)>,
+/// KOS receiver (the party that proves consistency). [`setup`](Self::setup) runs the base OTs
+/// and is the only way to get one. It holds IKNP's receiver and the PRG of the extra OTs'
+/// choices, both wiped on drop; `Debug` shows neither.
+pub struct KosReceiver {
+    iknp: IknpReceiver,
+    /// The PRG of the extra OTs' choices.
+    prg: AesPrg,
 }
 
-fn not_set_up() -> Error {
-    super::not_set_up("ot", "the KOS OT extension")
+/// Every field wipes its secrets when dropped.
+impl ZeroizeOnDrop for KosSender {}
+
+/// Every field wipes its secrets when dropped.
+impl ZeroizeOnDrop for KosReceiver {}
+
+impl std::fmt::Debug for KosSender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KosSender").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for KosReceiver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KosReceiver").finish_non_exhaustive()
+    }
 }
 
 fn challenges(seed: Block, m: usize) -> Vec<Block> {
@@ -60,25 +82,20 @@ fn challenges(seed: Block, m: usize) -> Vec<Block> {
     chi
 }
 
-impl<B: BaseOtReceiver> KosSender<B> {
-    /// A sender over `base`.
-    pub fn new(base: B) -> Self {
-        KosSender {
-            iknp: IknpSender::new(base),
-            session: None,
-        }
-    }
-
-    /// Runs the base OTs and seeds, from `rng`, the PRG of the challenge seeds.
-    pub fn setup<C: Channel + ?Sized>(
-        &mut self,
+impl KosSender {
+    /// Runs the base OTs with `base` (as their receiver), seeds, from `rng`, the PRG of the
+    /// challenge seeds, and returns the ready sender.
+    pub fn setup<B: BaseOtReceiver, C: Channel + ?Sized>(
+        base: &mut B,
         ch: &mut C,
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
-    ) -> Result<()> {
-        self.iknp.setup(ch, sid, rng)?;
-        self.session = Some((*sid, AesPrg::new(Block::random(rng))));
-        Ok(())
+    ) -> Result<Self> {
+        let iknp = IknpSender::setup(base, ch, sid, rng)?;
+        Ok(KosSender {
+            iknp,
+            prg: AesPrg::new(Block::random(rng)),
+        })
     }
 
     /// `out.len()` random OTs; fails with [`Error::CheckFailed`] if the receiver was
@@ -88,10 +105,8 @@ impl<B: BaseOtReceiver> KosSender<B> {
         ch: &mut C,
         out: &mut [[Block; 2]],
     ) -> Result<()> {
-        let (sid, prg) = self.session.as_mut().ok_or_else(not_set_up)?;
-        let sid = *sid;
         let m = out.len();
-        let seed = prg.next_block();
+        let seed = self.prg.next_block();
         let (first, q) = self.iknp.extend(ch, m + EXTRA)?;
         ch.send(MSG_SEED, &seed.to_bytes())?;
         let proof = ch.recv(MSG_PROOF, 32)?;
@@ -108,39 +123,32 @@ impl<B: BaseOtReceiver> KosSender<B> {
             }
         };
         let chi = challenges(seed, m + EXTRA);
-        let s = self.iknp.delta()?;
+        let s = self.iknp.delta();
         let expect = gf128_inner_product(&chi, &q) ^ x.gf128_mul(s);
         if expect != t {
             return Err(Error::CheckFailed(
                 "the OT receiver's columns are inconsistent (KOS correlation check)".into(),
             ));
         }
-        let mut q = q;
-        q.truncate(m);
-        random_outputs(&session_aes(&sid, "ot/iknp/tccr"), s, first, q, out);
+        random_outputs(self.iknp.aes(), s, first, &q[..m], out);
         Ok(())
     }
 }
 
-impl<B: BaseOtSender> KosReceiver<B> {
-    /// A receiver over `base`.
-    pub fn new(base: B) -> Self {
-        KosReceiver {
-            iknp: IknpReceiver::new(base),
-            session: None,
-        }
-    }
-
-    /// Runs the base OTs and seeds, from `rng`, the PRG of the extra OTs' choices.
-    pub fn setup<C: Channel + ?Sized>(
-        &mut self,
+impl KosReceiver {
+    /// Runs the base OTs with `base` (as their sender), seeds, from `rng`, the PRG of the extra
+    /// OTs' choices, and returns the ready receiver.
+    pub fn setup<B: BaseOtSender, C: Channel + ?Sized>(
+        base: &mut B,
         ch: &mut C,
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
-    ) -> Result<()> {
-        self.iknp.setup(ch, sid, rng)?;
-        self.session = Some((*sid, AesPrg::new(Block::random(rng))));
-        Ok(())
+    ) -> Result<Self> {
+        let iknp = IknpReceiver::setup(base, ch, sid, rng)?;
+        Ok(KosReceiver {
+            iknp,
+            prg: AesPrg::new(Block::random(rng)),
+        })
     }
 
     /// Random OTs: `out[i] = x_i^{choices[i]}`.
@@ -151,13 +159,11 @@ impl<B: BaseOtSender> KosReceiver<B> {
         out: &mut [Block],
     ) -> Result<()> {
         check_out_len(choices.len(), out.len())?;
-        let (sid, prg) = self.session.as_mut().ok_or_else(not_set_up)?;
-        let sid = *sid;
-        let mut all = choices.to_vec();
-        let mut extra = [Block::ZERO; EXTRA / 128];
-        prg.fill_blocks(&mut extra);
+        let mut all = Zeroizing::new(choices.to_vec());
+        let mut extra = Zeroizing::new([Block::ZERO; EXTRA / 128]);
+        self.prg.fill_blocks(&mut extra[..]);
         all.extend((0..EXTRA).map(|j| extra[j / 128].bit(j % 128)));
-        let (first, t) = self.iknp.extend(ch, &all)?;
+        let (first, mut t) = self.iknp.extend(ch, &all)?;
         let seed_bytes = ch.recv(MSG_SEED, 16)?;
         let seed = Block::from_slice(&seed_bytes).ok_or_else(|| {
             Error::malformed(MSG_SEED, format!("{} bytes, 16 expected", seed_bytes.len()))
@@ -166,16 +172,15 @@ impl<B: BaseOtSender> KosReceiver<B> {
         // x = Σ χ_i·r_i with r_i a bit: the XOR of the χ_i whose choice is 1 (constant time).
         let x = chi
             .iter()
-            .zip(&all)
+            .zip(all.iter())
             .fold(Block::ZERO, |acc, (c, &r)| acc ^ (*c & Block::mask(r)));
         let tt = gf128_inner_product(&chi, &t);
         let mut proof = x.to_bytes().to_vec();
         proof.extend_from_slice(&tt.to_bytes());
         ch.send(MSG_PROOF, &proof)?;
-        let mut rows = t;
-        rows.truncate(choices.len());
-        session_aes(&sid, "ot/iknp/tccr").tccr_hash(first, &mut rows);
-        out.copy_from_slice(&rows);
+        let rows = &mut t[..choices.len()];
+        self.iknp.aes().tccr_hash(first, rows);
+        out.copy_from_slice(rows);
         Ok(())
     }
 }
@@ -192,15 +197,17 @@ mod tests {
         let choices: Vec<bool> = (0..1000).map(|i| i % 3 == 0).collect();
         let (_, sent) = run_two_party(
             |ch| {
-                let mut r = KosReceiver::new(ChouOrlandiSender::default());
+                let mut r =
+                    KosReceiver::setup(&mut ChouOrlandiSender::default(), ch, &sid, &mut rng(1))
+                        .unwrap();
                 r.iknp.cheat = cheat;
-                r.setup(ch, &sid, &mut rng(1)).unwrap();
                 let mut out = vec![Block::ZERO; choices.len()];
                 r.receive_random(ch, &choices, &mut out)
             },
             |ch| {
-                let mut s = KosSender::new(ChouOrlandiReceiver::default());
-                s.setup(ch, &sid, &mut rng(2)).unwrap();
+                let mut s =
+                    KosSender::setup(&mut ChouOrlandiReceiver::default(), ch, &sid, &mut rng(2))
+                        .unwrap();
                 let mut out = vec![[Block::ZERO; 2]; 1000];
                 s.send_random(ch, &mut out)
             },

@@ -1,8 +1,17 @@
 //! OT extension: 1-out-of-2 IKNP with the ALSZ optimisations (semi-honest, [`iknp`]) and the
 //! KOS consistency check (malicious receiver, [`kos`]), both behind the role traits
 //! [`RandomOtSender`] / [`RandomOtReceiver`]; KK13 1-out-of-2^η OT ([`kk13`]) and the KKRT16
-//! batched OPRF ([`kkrt`]), which share the wide-row core of `wide.rs`. Every extension is
-//! generic over its base OT (`crate::base`), so tests and callers inject the base OT they want.
+//! batched OPRF ([`kkrt`]), which share the wide-row core of `wide.rs`.
+//!
+//! **Lifecycle (typestate).** Every extension type is created only by its `setup`
+//! (`IknpSender::setup(base, ch, sid, rng)`, `Kk13Sender::setup(base, eta, ch, sid, rng)`, …),
+//! which checks its parameters before anything is sent, runs the base OTs with the base OT
+//! passed as `base` (any [`BaseOtSender`] / [`BaseOtReceiver`] from `crate::base`, so tests and
+//! callers inject the one they want) and returns the ready extension. There is no other
+//! constructor, so a send or receive before setup is a compile error, not a run-time one. The
+//! base OT is used only during setup; the extension types are not generic over it. Each type
+//! wipes its correlation Δ, its PRG keys and its buffers of secret rows when dropped (it
+//! implements `zeroize::ZeroizeOnDrop`), and its `Debug` shows no secret.
 //!
 //! The rest of this doc is the 1-out-of-2 extension's; [`kk13`] and [`kkrt`] have their own.
 //!
@@ -29,8 +38,8 @@
 //!
 //! Correlated OT (sender's messages x_i and x_i ⊕ Δ) and chosen-message OT are built on the
 //! random OTs with one further message from S (PSZ App. C.1's y-values). The PRG streams continue
-//! from chunk to chunk, so one setup serves any number of OTs, processed in chunks of at most
-//! [`CHUNK`] OTs with memory bounded by the chunk.
+//! from chunk to chunk, so the value one setup returns serves any number of OTs, processed in
+//! chunks of at most [`CHUNK`] OTs with memory bounded by the chunk.
 
 pub mod iknp;
 pub mod kk13;
@@ -45,19 +54,24 @@ use blindjoin_core::handshake::session_block;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
+use zeroize::{Zeroize, Zeroizing};
 
-/// A 1-out-of-2 random-OT extension sender: [`setup`](Self::setup) once per session (the base
-/// OTs), then any number of [`send_random`](Self::send_random) batches, whose OT indices and PRG
-/// streams continue from batch to batch. Implemented by [`iknp::IknpSender`] and
-/// [`kos::KosSender`], each generic over its base OT.
+/// A 1-out-of-2 random-OT extension sender: [`setup`](Self::setup) runs the base OTs once per
+/// session and returns the ready sender, which then serves any number of
+/// [`send_random`](Self::send_random) batches, whose OT indices and PRG streams continue from
+/// batch to batch. Implemented by [`iknp::IknpSender`] and [`kos::KosSender`]; the base OT is
+/// the `base` argument of `setup`.
 pub trait RandomOtSender {
-    /// Runs the base OTs under session id `sid`; `rng` supplies every secret of the session.
-    fn setup<C: Channel + ?Sized>(
-        &mut self,
+    /// Runs the base OTs with `base` (as their receiver) under session id `sid` and returns the
+    /// set-up sender; `rng` supplies every secret of the session.
+    fn setup<B: BaseOtReceiver, C: Channel + ?Sized>(
+        base: &mut B,
         ch: &mut C,
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
-    ) -> Result<()>;
+    ) -> Result<Self>
+    where
+        Self: Sized;
 
     /// `out.len()` random OTs: `out[i] = (x_i^0, x_i^1)`.
     fn send_random<C: Channel + ?Sized>(
@@ -69,13 +83,16 @@ pub trait RandomOtSender {
 
 /// The receiver of a [`RandomOtSender`]: learns `x_i^{choices[i]}`.
 pub trait RandomOtReceiver {
-    /// Runs the base OTs under session id `sid`; `rng` supplies every secret of the session.
-    fn setup<C: Channel + ?Sized>(
-        &mut self,
+    /// Runs the base OTs with `base` (as their sender) under session id `sid` and returns the
+    /// set-up receiver; `rng` supplies every secret of the session.
+    fn setup<B: BaseOtSender, C: Channel + ?Sized>(
+        base: &mut B,
         ch: &mut C,
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
-    ) -> Result<()>;
+    ) -> Result<Self>
+    where
+        Self: Sized;
 
     /// Random OTs: `out[i] = x_i^{choices[i]}`; `Err(InvalidParam)` if the lengths differ.
     fn receive_random<C: Channel + ?Sized>(
@@ -86,17 +103,17 @@ pub trait RandomOtReceiver {
     ) -> Result<()>;
 }
 
-/// Implements the role traits by the types' inherent methods of the same names.
+/// Implements the role traits by the types' inherent functions of the same names.
 macro_rules! impl_random_ot {
     ($sender:ident, $receiver:ident) => {
-        impl<B: BaseOtReceiver> RandomOtSender for $sender<B> {
-            fn setup<C: Channel + ?Sized>(
-                &mut self,
+        impl RandomOtSender for $sender {
+            fn setup<B: BaseOtReceiver, C: Channel + ?Sized>(
+                base: &mut B,
                 ch: &mut C,
                 sid: &[u8; 32],
                 rng: &mut impl CryptoRng,
-            ) -> Result<()> {
-                $sender::setup(self, ch, sid, rng)
+            ) -> Result<Self> {
+                $sender::setup(base, ch, sid, rng)
             }
 
             fn send_random<C: Channel + ?Sized>(
@@ -108,14 +125,14 @@ macro_rules! impl_random_ot {
             }
         }
 
-        impl<B: BaseOtSender> RandomOtReceiver for $receiver<B> {
-            fn setup<C: Channel + ?Sized>(
-                &mut self,
+        impl RandomOtReceiver for $receiver {
+            fn setup<B: BaseOtSender, C: Channel + ?Sized>(
+                base: &mut B,
                 ch: &mut C,
                 sid: &[u8; 32],
                 rng: &mut impl CryptoRng,
-            ) -> Result<()> {
-                $receiver::setup(self, ch, sid, rng)
+            ) -> Result<Self> {
+                $receiver::setup(base, ch, sid, rng)
             }
 
             fn receive_random<C: Channel + ?Sized>(
@@ -147,7 +164,7 @@ pub(crate) fn session_aes(sid: &[u8; 32], label: &str) -> FixedKeyAes {
 }
 
 /// Runs `n` random base OTs as their *sender* (the extension receiver's side) and seeds one PRG
-/// pair (G(k_j^0), G(k_j^1)) per OT.
+/// pair (G(k_j^0), G(k_j^1)) per OT. The base-OT keys are wiped once the PRGs are keyed.
 pub(crate) fn seed_prg_pairs<B: BaseOtSender, C: Channel + ?Sized>(
     base: &mut B,
     ch: &mut C,
@@ -155,21 +172,16 @@ pub(crate) fn seed_prg_pairs<B: BaseOtSender, C: Channel + ?Sized>(
     n: usize,
     rng: &mut impl CryptoRng,
 ) -> Result<Vec<[AesPrg; 2]>> {
-    let keys = base.send_random(ch, sid, n, rng)?;
+    let keys = Zeroizing::new(base.send_random(ch, sid, n, rng)?);
     check_base_count(keys.len(), n)?;
     Ok(keys
         .iter()
-        .map(|[k0, k1]| {
-            [
-                AesPrg::new(Block::from_bytes(*k0)),
-                AesPrg::new(Block::from_bytes(*k1)),
-            ]
-        })
+        .map(|[k0, k1]| [prg_from_key(k0), prg_from_key(k1)])
         .collect())
 }
 
 /// Runs random base OTs as their *receiver* with `choices` (the extension sender's s) and seeds
-/// one PRG G(k_j^{s_j}) per OT.
+/// one PRG G(k_j^{s_j}) per OT. The base-OT keys are wiped once the PRGs are keyed.
 pub(crate) fn seed_prgs<B: BaseOtReceiver, C: Channel + ?Sized>(
     base: &mut B,
     ch: &mut C,
@@ -177,29 +189,38 @@ pub(crate) fn seed_prgs<B: BaseOtReceiver, C: Channel + ?Sized>(
     choices: &[bool],
     rng: &mut impl CryptoRng,
 ) -> Result<Vec<AesPrg>> {
-    let keys = base.receive_random(ch, sid, choices, rng)?;
+    let keys = Zeroizing::new(base.receive_random(ch, sid, choices, rng)?);
     check_base_count(keys.len(), choices.len())?;
-    Ok(keys
-        .iter()
-        .map(|k| AesPrg::new(Block::from_bytes(*k)))
-        .collect())
+    Ok(keys.iter().map(prg_from_key).collect())
+}
+
+/// The PRG G(k) keyed by a base-OT key (the key's copy in a block is wiped after use; the PRG
+/// wipes its AES round keys when dropped).
+fn prg_from_key(key: &[u8; 16]) -> AesPrg {
+    let mut seed = Block::from_bytes(*key);
+    let prg = AesPrg::new(seed);
+    seed.zeroize();
+    prg
+}
+
+/// Makes room for `capacity` elements in a buffer of secrets, keeping its contents: if that needs
+/// a new allocation, the old one is wiped before it is freed (a plain `resize` or `reserve` would
+/// free it with its contents in place). Called before a buffer is resized or appended to.
+pub(crate) fn grow_wiping<T: Zeroize + Copy>(buf: &mut Vec<T>, capacity: usize) {
+    if capacity > buf.capacity() {
+        let mut grown = Vec::with_capacity(capacity);
+        grown.extend_from_slice(buf);
+        buf.zeroize();
+        *buf = grown;
+    }
 }
 
 /// Keeps a finished batch's row buffer, zeroised, as the spare of the next batch (if it is the
 /// larger of the two), so that batches reuse memory instead of page-faulting fresh allocations.
 pub(crate) fn keep_spare(spare: &mut Vec<Block>, mut rows: Vec<Block>) {
-    zeroize::Zeroize::zeroize(&mut rows);
+    rows.zeroize();
     if rows.capacity() > spare.capacity() {
         *spare = rows;
-    }
-}
-
-/// The error for an extension used before its `setup`: `field` names the parameter
-/// ("ot" or "oprf"), `what` the extension.
-pub(crate) fn not_set_up(field: &'static str, what: &str) -> Error {
-    Error::InvalidParam {
-        field,
-        reason: format!("{what} was used before setup"),
     }
 }
 
@@ -241,6 +262,18 @@ pub(crate) fn pack_bits(bits: &[bool]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grow_wiping_keeps_the_contents_and_the_capacity_it_has() {
+        let mut v: Vec<u8> = Vec::with_capacity(4);
+        v.extend_from_slice(&[1, 2, 3]);
+        let ptr = v.as_ptr();
+        grow_wiping(&mut v, 4);
+        assert_eq!((v.as_ptr(), v.as_slice()), (ptr, &[1u8, 2, 3][..]));
+        grow_wiping(&mut v, 100);
+        assert_eq!(v, [1, 2, 3]);
+        assert!(v.capacity() >= 100);
+    }
 
     #[test]
     fn packing_pads_to_whole_blocks() {

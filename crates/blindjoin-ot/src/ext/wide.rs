@@ -20,7 +20,7 @@
 //! Buffers for one chunk's columns are kept between chunks and calls, so the steady state
 //! allocates only the caller's rows.
 
-use super::{CHUNK, row_bytes, seed_prg_pairs, seed_prgs};
+use super::{CHUNK, grow_wiping, row_bytes, seed_prg_pairs, seed_prgs};
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::channel::Channel;
 use blindjoin_core::prefix_hash::{HashScratch, PrefixHash};
@@ -28,7 +28,7 @@ use blindjoin_core::prg::AesPrg;
 use blindjoin_core::transpose::transpose_128xn;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
-use zeroize::Zeroize;
+use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 /// The most blocks per row [`RowHash`] and the cores accept (κ' = 1024).
 pub(crate) const MAX_WIDTH: usize = 8;
@@ -164,11 +164,13 @@ pub(crate) fn columns_to_rows(
     rows: &mut Vec<Block>,
 ) -> Result<()> {
     let tile_len = rb * 8;
+    grow_wiping(tiles, width * tile_len);
     tiles.resize(width * tile_len, Block::ZERO);
     for (g, tile) in tiles.chunks_exact_mut(tile_len).enumerate() {
         transpose_128xn(&cols[g * 128 * rb..(g + 1) * 128 * rb], rb, tile)?;
     }
     let start = rows.len();
+    grow_wiping(rows, start + len * width);
     rows.resize(start + len * width, Block::ZERO);
     for (i, row) in rows[start..].chunks_exact_mut(width).enumerate() {
         for (g, r) in row.iter_mut().enumerate() {
@@ -220,8 +222,12 @@ impl Drop for WideSender {
     fn drop(&mut self) {
         self.s.zeroize();
         self.cols.zeroize();
+        self.tiles.zeroize();
     }
 }
+
+/// s and the buffers are wiped by `Drop`; the PRGs wipe their own keys.
+impl ZeroizeOnDrop for WideSender {}
 
 impl WideSender {
     /// Runs the 128·`width` base OTs as their receiver with a random s.
@@ -233,17 +239,22 @@ impl WideSender {
         rng: &mut impl CryptoRng,
     ) -> Result<Self> {
         check_width(width)?;
-        let s: Vec<Block> = (0..width).map(|_| Block::random(rng)).collect();
-        let choices: Vec<bool> = (0..128 * width).map(|j| s[j / 128].bit(j % 128)).collect();
-        let prgs = seed_prgs(base, ch, sid, &choices, rng)?;
-        Ok(WideSender {
+        // Built before the base OTs so that an error there drops (and wipes) s.
+        let mut sender = WideSender {
             width,
-            s,
-            prgs,
+            s: (0..width).map(|_| Block::random(rng)).collect(),
+            prgs: Vec::new(),
             next_index: 0,
             cols: Vec::new(),
             tiles: Vec::new(),
-        })
+        };
+        let choices: Zeroizing<Vec<bool>> = Zeroizing::new(
+            (0..128 * width)
+                .map(|j| sender.s[j / 128].bit(j % 128))
+                .collect(),
+        );
+        sender.prgs = seed_prgs(base, ch, sid, &choices, rng)?;
+        Ok(sender)
     }
 
     /// The sender's secret s (w blocks).
@@ -263,7 +274,7 @@ impl WideSender {
     ) -> Result<u64> {
         let first = self.next_index;
         let kp = 128 * self.width;
-        rows.reserve(m * self.width);
+        grow_wiping(rows, rows.len() + m * self.width);
         let mut left = m;
         while left > 0 {
             let len = left.min(CHUNK);
@@ -275,6 +286,7 @@ impl WideSender {
                     format!("{} bytes, {} expected", u.len(), kp * rb),
                 ));
             }
+            grow_wiping(&mut self.cols, kp * rb);
             self.cols.resize(kp * rb, 0);
             for (j, (qj, uj)) in self
                 .cols
@@ -312,8 +324,12 @@ impl Drop for WideReceiver {
         self.t.zeroize();
         self.u.zeroize();
         self.g1.zeroize();
+        self.tiles.zeroize();
     }
 }
+
+/// The buffers are wiped by `Drop`; the PRGs wipe their own keys.
+impl ZeroizeOnDrop for WideReceiver {}
 
 impl WideReceiver {
     /// Runs the 128·`width` base OTs as their sender.
@@ -351,11 +367,14 @@ impl WideReceiver {
     ) -> Result<u64> {
         let first = self.next_index;
         let kp = 128 * self.width;
-        rows.reserve(m * self.width);
+        grow_wiping(rows, rows.len() + m * self.width);
         let mut start = 0;
         while start < m {
             let len = (m - start).min(CHUNK);
             let rb = row_bytes(len);
+            grow_wiping(&mut self.t, kp * rb);
+            grow_wiping(&mut self.u, kp * rb);
+            grow_wiping(&mut self.g1, rb);
             self.t.resize(kp * rb, 0);
             self.u.resize(kp * rb, 0);
             self.g1.resize(rb, 0);
@@ -386,6 +405,13 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use sha2::{Digest, Sha256};
+
+    #[test]
+    fn the_cores_zeroize_on_drop() {
+        fn assert_zod<T: zeroize::ZeroizeOnDrop>() {}
+        assert_zod::<WideSender>();
+        assert_zod::<WideReceiver>();
+    }
 
     #[test]
     fn row_hash_is_sha256_of_the_documented_input() {

@@ -10,7 +10,7 @@ use blindjoin_core::handshake::{MSG_HELLO, MSG_VERDICT};
 use blindjoin_core::item::{Item, items_from_records};
 use blindjoin_ot::base;
 use blindjoin_psi::protocol::Sizes;
-use blindjoin_psi::{Party, Protocol, ReceiverOutput, RunOptions, SenderOutput};
+use blindjoin_psi::{BaseOt, Party, Protocol, ReceiverOutput, RunOptions, SenderOutput};
 use blindjoin_testkit::{Attack, Tamper, Target, oracle, rng, run_two_party, sets_with_overlap};
 
 /// (receiver size, sender size, overlap) cases every protocol must get exactly right: empty,
@@ -43,7 +43,10 @@ pub fn real() -> RunOptions {
 /// ideal functionality where the protocol runs base OTs, so that the suites skip the
 /// public-key work.
 pub fn fast() -> RunOptions {
-    RunOptions::default()
+    RunOptions {
+        base_ot: BaseOt::Ideal,
+        ..RunOptions::default()
+    }
 }
 
 /// Runs `p` with options `ro` / `so` and the default seeds.

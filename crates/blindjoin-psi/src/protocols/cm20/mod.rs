@@ -133,6 +133,7 @@ use crate::params::{ceil_log2, tag_bits, tag_bytes};
 use crate::protocol::{
     Message, Protocol, Reference, Security, Sizes, Traffic, two_party,
 };
+use crate::BaseOt;
 use crate::protocols::common::{CHUNK, CM20, PSI_ROLES, check_tag_len};
 use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::{FRAME_HEADER_LEN, framed_bytes, msg_bytes};
@@ -161,7 +162,7 @@ pub static PROTOCOL: Protocol = Protocol {
     assumptions: "Chou-Orlandi base OTs (CDH), AES as a PRF, random-oracle hashes; CM20's one-sided malicious variant is not claimed",
     roles: PSI_ROLES,
     kappa: &[128],
-    params: |kappa, _| params(kappa),
+    params: |o| params(o.kappa, o.base_ot),
     // hello ‖ hello; verdict ‖ verdict; setup + base-OT S; base-OT R_j; PRF key + Δ columns;
     // OPRF values.
     flights: 6,
@@ -227,7 +228,7 @@ pub const MSG_DELTA: &str = "the receiver's Δ columns";
 pub const MSG_TAGS: &str = "the sender's OPRF values";
 
 /// The handshake parameters: the rules from which both sides derive m, w and ℓ2.
-pub(crate) fn params(kappa: u32) -> Vec<(String, String)> {
+pub(crate) fn params(kappa: u32, base_ot: BaseOt) -> Vec<(String, String)> {
     vec![
         ("oprf".into(), "cm20-fig3-fig4".into()),
         ("d".into(), kappa.to_string()),
@@ -248,7 +249,7 @@ pub(crate) fn params(kappa: u32) -> Vec<(String, String)> {
         ),
         ("h1".into(), "sha256".into()),
         ("h2".into(), "sha256".into()),
-        ("base_ot".into(), "co15".into()),
+        ("base_ot".into(), base_ot.name().into()),
         ("delta_frame".into(), DELTA_FRAME.to_string()),
     ]
 }

@@ -10,7 +10,7 @@ use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Result};
-use blindjoin_ot::base::{BaseOtSender, ChouOrlandiSender};
+use blindjoin_ot::base::BaseOtSender;
 use rand::CryptoRng;
 use zeroize::{Zeroize, Zeroizing};
 
@@ -29,7 +29,7 @@ pub fn receive<C: Channel + ?Sized>(
     send_msg(ch, MSG_SETUP, &p.setup())?;
     // Fig. 4 step 1: w random OTs, we are the OT sender.
     let keys =
-        Zeroizing::new(ChouOrlandiSender::default().send_random(ch, &run.session.id, p.w, rng)?);
+        Zeroizing::new(run.base_ot().send_random(ch, &run.session.id, p.w, rng)?);
     let mut key = PrfKey { key: [0u8; 16] };
     rng.fill_bytes(&mut key.key);
     send_msg(ch, MSG_KEY, &key)?;

@@ -12,7 +12,7 @@ use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
-use blindjoin_ot::base::{BaseOtReceiver, ChouOrlandiReceiver};
+use blindjoin_ot::base::BaseOtReceiver;
 use rand::CryptoRng;
 use rand::seq::SliceRandom;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,7 +42,7 @@ pub fn send<C: Channel + ?Sized>(
     let s: Zeroizing<Vec<bool>> =
         Zeroizing::new((0..p.w).map(|_| rng.next_u32() & 1 == 1).collect());
     let keys =
-        Zeroizing::new(ChouOrlandiReceiver::default().receive_random(ch, &run.session.id, &s, rng)?);
+        Zeroizing::new(run.base_ot().receive_random(ch, &run.session.id, &s, rng)?);
     let key: PrfKey = recv_msg(ch, MSG_KEY, 16)?;
     let prf = Prf::new(&key.key, p.prf_blocks);
     drop(key);

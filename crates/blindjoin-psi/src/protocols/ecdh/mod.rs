@@ -86,7 +86,7 @@ pub static PROTOCOL: Protocol = Protocol {
     assumptions: "DDH on Ristretto255, random-oracle model",
     roles: PSI_ROLES,
     kappa: &[128],
-    params: |_, _| params(),
+    params: |_| params(),
     // hello ‖ hello; verdict ‖ verdict; A_i ‖ B_j; tags of A_i^b.
     flights: 4,
     flow: &[

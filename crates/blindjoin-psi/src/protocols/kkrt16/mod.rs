@@ -53,6 +53,7 @@ pub use sender::send;
 use crate::hashing::CuckooParams;
 use crate::params::tag_bytes;
 use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
+use crate::BaseOt;
 use crate::protocols::common::{CHUNK, CM20, KKRT16, PSI_ROLES, set_size};
 use blindjoin_core::channel::{framed_bytes, msg_bytes};
 use blindjoin_core::handshake::Session;
@@ -82,7 +83,7 @@ pub static PROTOCOL: Protocol = Protocol {
     assumptions: "OT extension on Chou-Orlandi base OTs (CDH), random-oracle hash",
     roles: PSI_ROLES,
     kappa: &[128],
-    params: |_, lambda| params(lambda),
+    params: |o| params(o.lambda, o.base_ot),
     // hello ‖ hello; verdict ‖ verdict; bins + base-OT S; base-OT R_i; u columns; tags.
     flights: 6,
     flow: &[
@@ -131,12 +132,12 @@ pub(crate) fn code_width(lambda: u32) -> usize {
 }
 
 /// The handshake parameters.
-pub(crate) fn params(lambda: u32) -> Vec<(String, String)> {
+pub(crate) fn params(lambda: u32, base_ot: BaseOt) -> Vec<(String, String)> {
     vec![
         ("oprf".into(), "kkrt16".into()),
         ("code_bits".into(), (128 * code_width(lambda)).to_string()),
         ("cuckoo".into(), "3-hash/no-stash/psww18".into()),
-        ("base_ot".into(), "co15".into()),
+        ("base_ot".into(), base_ot.name().into()),
     ]
 }
 

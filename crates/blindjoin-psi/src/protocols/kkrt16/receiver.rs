@@ -11,7 +11,6 @@ use blindjoin_core::channel::{BulkReader, Channel, send_msg};
 use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Result};
-use blindjoin_ot::base::ChouOrlandiSender;
 use blindjoin_ot::ext::kkrt::KkrtReceiver;
 use rand::CryptoRng;
 
@@ -33,8 +32,13 @@ pub fn receive<C: Channel + ?Sized>(
     send_msg(ch, MSG_SETUP, &Setup { bins: bins as u64 })?;
     run.lap("cuckoo");
 
-    let mut oprf = KkrtReceiver::new(ChouOrlandiSender::default(), code_width(run.session.lambda))?;
-    oprf.setup(ch, &run.session.id, rng)?;
+    let mut oprf = KkrtReceiver::setup(
+        &mut run.base_ot(),
+        code_width(run.session.lambda),
+        ch,
+        &run.session.id,
+        rng,
+    )?;
     run.lap("base OT");
 
     // One OPRF instance per bin: its item XOR its hash index, or a random dummy.

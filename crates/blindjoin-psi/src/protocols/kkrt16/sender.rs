@@ -13,7 +13,6 @@ use blindjoin_core::channel::{Channel, recv_msg, send_elements};
 use blindjoin_core::handshake::{Role, expect_same};
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Error, Result};
-use blindjoin_ot::base::ChouOrlandiReceiver;
 use blindjoin_ot::ext::kkrt::KkrtSender;
 use rand::CryptoRng;
 
@@ -41,8 +40,13 @@ pub fn send<C: Channel + ?Sized>(
     let queries = bucket_queries(items, &hashed, bins);
     drop(hashed);
 
-    let mut oprf = KkrtSender::new(ChouOrlandiReceiver::default(), code_width(run.session.lambda))?;
-    oprf.setup(ch, &run.session.id, rng)?;
+    let mut oprf = KkrtSender::setup(
+        &mut run.base_ot(),
+        code_width(run.session.lambda),
+        ch,
+        &run.session.id,
+        rng,
+    )?;
     run.lap("base OT");
 
     // Set j's tags in the order of evaluation, shuffled when complete.

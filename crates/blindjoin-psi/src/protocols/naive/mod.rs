@@ -64,7 +64,7 @@ pub static PROTOCOL: Protocol = Protocol {
         },
     ],
     kappa: &[128],
-    params: |_, _| params(),
+    params: |_| params(),
     // hello ‖ hello; verdict ‖ verdict; the sender's hashes.
     flights: 3,
     flow: &[Message::sender(MSG_HASHES)],

@@ -123,6 +123,7 @@ pub use sender::send;
 use crate::hashing::{CuckooParams, PSZ_STASH};
 use crate::params::{ceil_log2, tag_bytes};
 use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
+use crate::BaseOt;
 use crate::protocols::common::{CHUNK, PSI_ROLES, PSZ14, check_tag_len, set_size};
 use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::{framed_bytes, msg_bytes};
@@ -148,7 +149,7 @@ pub static PROTOCOL: Protocol = Protocol {
     assumptions: "KK13 1-out-of-256 OT extension on Chou-Orlandi base OTs (CDH), random-oracle hashes",
     roles: PSI_ROLES,
     kappa: &[128],
-    params: |_, _| params(),
+    params: |o| params(o.base_ot),
     // hello ‖ hello; verdict ‖ verdict; table parameters + base-OT S; base-OT R_i; u columns;
     // masks.
     flights: 6,
@@ -293,11 +294,11 @@ impl Params {
 }
 
 /// The handshake parameters: the rules both sides apply to the sizes.
-pub(crate) fn params() -> Vec<(String, String)> {
+pub(crate) fn params(base_ot: BaseOt) -> Vec<(String, String)> {
     vec![
         ("ot".into(), "kk13".into()),
         ("eta".into(), ETA.to_string()),
-        ("base_ot".into(), "co15".into()),
+        ("base_ot".into(), base_ot.name().into()),
         ("cuckoo".into(), format!("{HASHES}-hash/eps=0.2")),
         ("stash".into(), STASH.to_string()),
         ("sigma".into(), "lambda+ceil(log2((s+2)*n2))".into()),

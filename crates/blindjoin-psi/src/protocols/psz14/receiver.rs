@@ -12,7 +12,6 @@ use blindjoin_core::channel::{BulkReader, Channel, send_msg};
 use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Result};
-use blindjoin_ot::base::ChouOrlandiSender;
 use blindjoin_ot::ext::kk13::Kk13Receiver;
 use rand::CryptoRng;
 use rayon::prelude::*;
@@ -88,8 +87,13 @@ pub fn receive<C: Channel + ?Sized>(
     drop(blocks);
     run.lap("hash");
 
-    let mut kk = Kk13Receiver::new(ChouOrlandiSender::default(), super::ETA)?;
-    kk.setup(ch, &run.session.id, rng)?;
+    let mut kk = Kk13Receiver::setup(
+        &mut run.base_ot(),
+        super::ETA,
+        ch,
+        &run.session.id,
+        rng,
+    )?;
     run.lap("base OT");
 
     // One chunk of virtual bins per KK13 call: choices (random for empty bins), outputs, and

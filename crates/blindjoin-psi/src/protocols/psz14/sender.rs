@@ -13,7 +13,6 @@ use blindjoin_core::channel::{Channel, recv_msg, send_elements};
 use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Result};
-use blindjoin_ot::base::ChouOrlandiReceiver;
 use blindjoin_ot::ext::kk13::Kk13Sender;
 use rand::CryptoRng;
 use rand::seq::SliceRandom;
@@ -113,8 +112,13 @@ pub fn send<C: Channel + ?Sized>(
     setup.check(&Setup::of(&p))?;
     run.lap("hash");
 
-    let mut kk = Kk13Sender::new(ChouOrlandiReceiver::default(), super::ETA)?;
-    kk.setup(ch, &run.session.id, rng)?;
+    let mut kk = Kk13Sender::setup(
+        &mut run.base_ot(),
+        super::ETA,
+        ch,
+        &run.session.id,
+        rng,
+    )?;
     run.lap("base OT");
 
     let (tb, l2) = (p.blocks, p.bin_mask_len);
