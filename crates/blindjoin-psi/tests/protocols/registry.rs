@@ -3,17 +3,16 @@
 //! bytes); every message of every flow, attacked in transit (cut short, lengthened, never sent),
 //! ends the run with an error on the side that receives it (never a panic or a hang); and
 //! mismatched parameters, roles and sizes are refused on both sides, naming the field.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
+use crate::common;
+use crate::common::{assert_malformed, fast, field_of, real, small_sets};
 use blindjoin_core::Error;
 use blindjoin_core::handshake::MSG_HELLO;
 use blindjoin_core::item::items_from_records;
+use blindjoin_ot::base;
 use blindjoin_psi::protocol::{Count, Sizes};
 use blindjoin_psi::{Party, RunOptions, protocols};
 use blindjoin_testkit::{Attack, Target, rng, run_two_party, sets_with_overlap};
-use common::{assert_malformed, field_of, real, small_sets};
 use std::collections::HashSet;
 
 #[test]
@@ -51,8 +50,9 @@ fn descriptors_are_consistent() {
     assert!(!e.to_string().contains('\u{1b}'), "{e}");
 }
 
-/// Sizes at which the traffic formulas are checked against real runs (the real base OT):
-/// empty sides, a single item, unbalanced sets, and several bulk frames of 2^14 elements.
+/// Sizes at which the traffic formulas are checked against real runs: empty sides, a single
+/// item, unbalanced sets, and several bulk frames of 2^14 elements; the real base OT at
+/// (300, 500), the ideal one (and so every message but the base OT's) elsewhere.
 const TRAFFIC_CASES: [(usize, usize, usize); 5] = [
     (0, 0, 0),
     (0, 7, 0),
@@ -65,7 +65,9 @@ const TRAFFIC_CASES: [(usize, usize, usize); 5] = [
 fn traffic_formulas_match_real_runs_message_by_message() {
     for p in protocols::ALL {
         for (i, case) in TRAFFIC_CASES.into_iter().enumerate() {
-            common::check_exact(p, case, 40 + i as u64, &real(), true);
+            let real_base_ot = case.0 == 300;
+            let opts = if real_base_ot { real() } else { fast() };
+            common::check_exact(p, case, 40 + i as u64, &opts, real_base_ot);
         }
     }
 }
@@ -85,12 +87,15 @@ fn traffic_formulas_refuse_what_the_protocols_refuse() {
 }
 
 /// For every protocol and every message of its flow, `attack` on that message's first frame
-/// by the party that sends it; `check` sees the receiving party's error.
+/// by the party that sends it; `check` sees the receiving party's error. Runs with the real
+/// base OT when the message is the base OT's, with the ideal one otherwise.
 fn every_message(attack: Attack, check: impl Fn(&str, &Error)) {
     for p in protocols::ALL {
         for m in p.flow {
+            let base_ot = [base::MSG_SENDER_POINT, base::MSG_RECEIVER_POINTS].contains(&m.name);
+            let opts = if base_ot { real() } else { fast() };
             let ((ro, so), _) =
-                common::attacked(p, m.from, Target::first(m.name), attack.clone(), &real());
+                common::attacked(p, m.from, Target::first(m.name), attack.clone(), &opts);
             let (theirs, ours) = match m.from {
                 Party::Receiver => (so.map(|_| ()), ro.map(|_| ())),
                 _ => (ro.map(|_| ()), so.map(|_| ())),
@@ -260,7 +265,7 @@ fn garbage_hello_is_refused() {
     for p in protocols::ALL {
         let hello = Target::first(MSG_HELLO);
         let sender = |attack| {
-            common::attacked(p, Party::Sender, hello, attack, &real())
+            common::attacked(p, Party::Sender, hello, attack, &fast())
                 .0
                 .0
         };

@@ -3,7 +3,6 @@
 //! (including inputs of other instances); counts around the 128-row and 2^16-chunk boundaries;
 //! several batches after one setup; code widths 1..=8; a truncated u frame, a width mismatch and
 //! a width out of range return errors.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::{Block, Error};
 use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
@@ -256,7 +255,7 @@ fn width_mismatch_is_an_error_not_a_hang() {
 }
 
 /// Timing of 2^20 receiver instances and 3·2^20 sender evaluations (both parties, in-memory
-/// channel, setup included): `cargo test --release -p blindjoin-ot --test kkrt -- --ignored
+/// channel, setup included): `cargo test --release -p blindjoin-ot --test ot kkrt:: -- --ignored
 /// --nocapture`.
 #[test]
 #[ignore = "timing"]

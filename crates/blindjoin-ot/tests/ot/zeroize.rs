@@ -1,7 +1,6 @@
 //! Every extension type, every batch of sender outputs and the PRG that holds a base-OT key
 //! wipe their secrets when dropped (`ZeroizeOnDrop`, checked at compile time), and their
 //! `Debug` output shows no key material.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::prg::AesPrg;
 use blindjoin_ot::base::ideal::{IdealBaseOtReceiver, IdealBaseOtSender};

@@ -1,16 +1,14 @@
 //! `kkrt16` over an in-memory channel: exact intersection indices against a `HashSet` oracle,
 //! tags longer than the receiver's table stores, the bin count mismatch naming its field, and
 //! tampered OPRF columns that change the result but never panic.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
+use crate::common;
+use crate::common::{assert_malformed, fast, field_of};
 use blindjoin_core::item::items_from_records;
 use blindjoin_ot::ext::kkrt;
 use blindjoin_psi::protocols::kkrt16;
 use blindjoin_psi::{Party, Protocol, RunOptions};
 use blindjoin_testkit::{Attack, Target, oracle, sets_with_overlap};
-use common::{assert_malformed, field_of, real};
 
 static P: &Protocol = &kkrt16::PROTOCOL;
 
@@ -24,7 +22,7 @@ fn exact_indices() {
 fn bin_count_mismatch_names_the_field() {
     // The bin count is a postcard varint; change it.
     let target = Target::first(kkrt16::MSG_SETUP);
-    let ((ro, so), _) = common::attacked(P, Party::Receiver, target, Attack::FlipBit(0), &real());
+    let ((ro, so), _) = common::attacked(P, Party::Receiver, target, Attack::FlipBit(0), &fast());
     assert_eq!(field_of(&so.unwrap_err()), Some("bins"));
     assert!(ro.is_err());
 }
@@ -35,11 +33,11 @@ fn tampered_oprf_matrix_gives_a_subset() {
     // (semi-honest), the run finishes, and no wrong index appears.
     let target = Target::first(kkrt::MSG_U_COLUMNS);
     let ((ro, so), expected) =
-        common::attacked(P, Party::Receiver, target, Attack::FlipBit(3), &real());
+        common::attacked(P, Party::Receiver, target, Attack::FlipBit(3), &fast());
     so.unwrap();
     common::assert_subset(&ro.unwrap().indices, &expected, 1);
     // A truncated u frame is refused by the sender.
-    let ((_, so), _) = common::attacked(P, Party::Receiver, target, Attack::Truncate(100), &real());
+    let ((_, so), _) = common::attacked(P, Party::Receiver, target, Attack::Truncate(100), &fast());
     assert_malformed(&so.unwrap_err());
 }
 

@@ -2,7 +2,6 @@
 //! crate's dev-dependency on itself): the receiver's key is the sender's key at its choice;
 //! zero OTs exchange nothing; a truncated or overlong keys frame is an error; IKNP, KOS, KK13
 //! and KKRT set up over it give correct OTs, and their setup is timed against CO15's.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::{Block, Error};
 use blindjoin_ot::base::ideal::{
@@ -285,7 +284,7 @@ where
 }
 
 /// The setup of an extension with 512 base OTs (KKRT, w = 4) over the ideal base OT and over
-/// CO15: `cargo test --release -p blindjoin-ot --test ideal_base_ot -- --ignored --nocapture`.
+/// CO15: `cargo test --release -p blindjoin-ot --test ot ideal_base_ot:: -- --ignored --nocapture`.
 #[test]
 #[ignore = "timing"]
 fn timing_setup_ideal_vs_co15() {

@@ -1,7 +1,6 @@
 //! Base OT (Chou-Orlandi on Ristretto255): the receiver's key is the sender's key at its choice
 //! and differs from the other one; keys depend on the session id; tampered, truncated, overlong,
 //! degenerate and missing messages end in the right error on the side that sees them.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::Error;
 use blindjoin_core::channel::memory::MemoryChannel;

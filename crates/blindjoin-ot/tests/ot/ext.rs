@@ -2,7 +2,6 @@
 //! equals the sender's message at the choice bit and differs from the other one; counts around
 //! the 128-bit column and the 2^16 chunk boundaries; several batches after one setup; malformed
 //! peer messages return errors.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::Block;
 use blindjoin_core::Error;

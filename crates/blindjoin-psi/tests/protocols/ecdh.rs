@@ -1,13 +1,11 @@
 //! `ecdh` over an in-memory channel: exact intersection indices against a `HashSet` oracle, and
 //! invalid Ristretto255 encodings from either side refused naming the element.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
+use crate::common;
+use crate::common::{assert_malformed, fast};
 use blindjoin_psi::protocols::ecdh;
 use blindjoin_psi::{Party, Protocol};
 use blindjoin_testkit::{Attack, Target};
-use common::{assert_malformed, real};
 
 static P: &Protocol = &ecdh::PROTOCOL;
 
@@ -22,7 +20,7 @@ fn invalid_point_from_sender_is_malformed() {
     // Flipping bit 0 of a Ristretto255 encoding makes it non-canonical ("negative"), which must
     // not decode.
     let target = Target::first(ecdh::MSG_SENDER_POINTS);
-    let ((ro, _), _) = common::attacked(P, Party::Sender, target, Attack::FlipBit(32 * 5), &real());
+    let ((ro, _), _) = common::attacked(P, Party::Sender, target, Attack::FlipBit(32 * 5), &fast());
     let e = ro.unwrap_err();
     assert_malformed(&e);
     assert!(e.to_string().contains("element 5"), "{e}");
@@ -31,7 +29,7 @@ fn invalid_point_from_sender_is_malformed() {
 #[test]
 fn invalid_point_from_receiver_is_malformed() {
     let target = Target::first(ecdh::MSG_RECEIVER_POINTS);
-    let ((_, so), _) = common::attacked(P, Party::Receiver, target, Attack::FlipBit(0), &real());
+    let ((_, so), _) = common::attacked(P, Party::Receiver, target, Attack::FlipBit(0), &fast());
     let e = so.unwrap_err();
     assert_malformed(&e);
     assert!(e.to_string().contains("element 0"), "{e}");
@@ -42,7 +40,7 @@ fn flipped_tag_bit_gives_a_subset() {
     // A semi-honest protocol cannot detect a wrong tag, but it must still finish cleanly.
     let target = Target::first(ecdh::MSG_TAGS);
     let ((ro, so), expected) =
-        common::attacked(P, Party::Sender, target, Attack::FlipBit(0), &real());
+        common::attacked(P, Party::Sender, target, Attack::FlipBit(0), &fast());
     so.unwrap();
     common::assert_subset(&ro.unwrap().indices, &expected, 1);
 }

@@ -2,7 +2,6 @@
 //! output equals the sender's message at the choice and differs from the other messages; counts
 //! around the 128-row and 2^16-chunk boundaries; several batches after one setup; a truncated
 //! u frame, a choice ≥ N and an η out of range return errors.
-#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::Block;
 use blindjoin_core::Error;
@@ -258,7 +257,7 @@ fn bad_eta_is_invalid_before_anything_is_sent() {
 }
 
 /// Timing of 10^6 random 1-out-of-256 OTs (both parties, in-memory channel, setup included):
-/// `cargo test --release -p blindjoin-ot --test kk13 -- --ignored --nocapture`.
+/// `cargo test --release -p blindjoin-ot --test ot kk13:: -- --ignored --nocapture`.
 #[test]
 #[ignore = "timing"]
 fn timing_one_million_1_out_of_256() {
