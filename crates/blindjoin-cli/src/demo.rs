@@ -175,8 +175,14 @@ fn print_summary(
     verified_rows: usize,
 ) {
     let p = spec.protocol;
-    println!("blindjoin demo: {} — {}", p.name, p.reference());
-    println!("  security: {}", p.security);
+    println!("blindjoin demo: {} — {}", p.name, p.summary);
+    println!("  security: {}: {}", p.security, p.assumptions);
+    if let Some(r) = p.references.first() {
+        println!(
+            "  paper:    {} {} ({}, {})",
+            r.tag, r.part, r.authors, r.venue
+        );
+    }
     for (name, rep) in [("receiver", r), ("sender", s)] {
         if let Some(i) = &rep.input {
             println!(

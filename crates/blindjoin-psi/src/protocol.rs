@@ -309,14 +309,6 @@ impl Protocol {
         self.security == Security::Insecure
     }
 
-    /// The main paper's reference in one line.
-    pub fn reference(&self) -> String {
-        self.references
-            .first()
-            .map(ToString::to_string)
-            .unwrap_or_default()
-    }
-
     /// Whether the protocol runs as a receiver and a sender (`send` / `receive`).
     pub fn is_two_party(&self) -> bool {
         matches!(self.entry, Entry::TwoParty { .. })

@@ -5,6 +5,7 @@
 
 use blindjoin_core::Block;
 use blindjoin_core::Error;
+use blindjoin_core::channel::memory::MemoryChannel;
 use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
 use blindjoin_ot::ext::kk13::{
     Kk13Receiver, Kk13Sender, Kk13SenderOutputs, MAX_ETA, MSG_U_COLUMNS,
@@ -13,6 +14,29 @@ use blindjoin_testkit::{Attack, Tamper, Target, rng, run_two_party};
 use rand::Rng;
 
 const SID: [u8; 32] = [9; 32];
+
+/// A KK13 receiver with parameter `eta` set up over the Chou-Orlandi base OT (the tests'
+/// session id, seed 1).
+fn receiver(ch: &mut MemoryChannel, eta: u32) -> blindjoin_core::Result<Kk13Receiver> {
+    Kk13Receiver::setup(
+        &mut ChouOrlandiSender::default(),
+        eta,
+        ch,
+        &SID,
+        &mut rng(1),
+    )
+}
+
+/// The matching sender (seed 2).
+fn sender(ch: &mut MemoryChannel, eta: u32) -> blindjoin_core::Result<Kk13Sender> {
+    Kk13Sender::setup(
+        &mut ChouOrlandiReceiver::default(),
+        eta,
+        ch,
+        &SID,
+        &mut rng(2),
+    )
+}
 
 /// Choices covering every value of [0, N) first (cyclically), then random.
 fn choices(eta: u32, n: usize, seed: u64) -> Vec<u32> {
@@ -38,14 +62,7 @@ fn run(eta: u32, counts: &[usize]) -> (Vec<Vec<u32>>, Vec<Vec<Block>>, Vec<Kk13S
         .collect();
     let (recv, send) = run_two_party(
         |ch| {
-            let mut r = Kk13Receiver::setup(
-                &mut ChouOrlandiSender::default(),
-                eta,
-                ch,
-                &SID,
-                &mut rng(1),
-            )
-            .unwrap();
+            let mut r = receiver(ch, eta).unwrap();
             all.iter()
                 .map(|c| {
                     let mut out = vec![Block::ZERO; c.len()];
@@ -55,14 +72,7 @@ fn run(eta: u32, counts: &[usize]) -> (Vec<Vec<u32>>, Vec<Vec<Block>>, Vec<Kk13S
                 .collect::<Vec<_>>()
         },
         |ch| {
-            let mut s = Kk13Sender::setup(
-                &mut ChouOrlandiReceiver::default(),
-                eta,
-                ch,
-                &SID,
-                &mut rng(2),
-            )
-            .unwrap();
+            let mut s = sender(ch, eta).unwrap();
             counts
                 .iter()
                 .map(|&n| s.send_random(ch, n).unwrap())
@@ -163,23 +173,14 @@ fn truncated_u_frame_is_malformed() {
     let c = choices(8, 500, 3);
     let (_, send) = run_two_party(
         |ch| {
-            let mut r =
-                Kk13Receiver::setup(&mut ChouOrlandiSender::default(), 8, ch, &SID, &mut rng(1))
-                    .unwrap();
+            let mut r = receiver(ch, 8).unwrap();
             // After setup, the receiver's first frame is its u columns; cut it.
             let mut t = Tamper::new(ch, Target::first(MSG_U_COLUMNS), Attack::Truncate(100));
             let mut out = vec![Block::ZERO; c.len()];
             let _ = r.receive_random(&mut t, &c, &mut out);
         },
         |ch| {
-            let mut s = Kk13Sender::setup(
-                &mut ChouOrlandiReceiver::default(),
-                8,
-                ch,
-                &SID,
-                &mut rng(2),
-            )
-            .unwrap();
+            let mut s = sender(ch, 8).unwrap();
             s.send_random(ch, 500)
         },
     );
@@ -191,28 +192,14 @@ fn choice_out_of_range_is_invalid() {
     for eta in [1u32, 4, 8] {
         let (recv, _) = run_two_party(
             |ch| {
-                let mut r = Kk13Receiver::setup(
-                    &mut ChouOrlandiSender::default(),
-                    eta,
-                    ch,
-                    &SID,
-                    &mut rng(1),
-                )
-                .unwrap();
+                let mut r = receiver(ch, eta).unwrap();
                 let mut c = vec![0u32; 10];
                 c[7] = 1 << eta;
                 let mut out = vec![Block::ZERO; c.len()];
                 r.receive_random(ch, &c, &mut out)
             },
             |ch| {
-                Kk13Sender::setup(
-                    &mut ChouOrlandiReceiver::default(),
-                    eta,
-                    ch,
-                    &SID,
-                    &mut rng(2),
-                )
-                .unwrap();
+                sender(ch, eta).unwrap();
             },
         );
         assert!(matches!(recv.unwrap_err(), Error::InvalidParam { .. }));
@@ -266,22 +253,13 @@ fn timing_one_million_1_out_of_256() {
     let start = std::time::Instant::now();
     let (got, (send, t_ext)) = run_two_party(
         |ch| {
-            let mut r =
-                Kk13Receiver::setup(&mut ChouOrlandiSender::default(), 8, ch, &SID, &mut rng(1))
-                    .unwrap();
+            let mut r = receiver(ch, 8).unwrap();
             let mut out = vec![Block::ZERO; m];
             r.receive_random(ch, &c, &mut out).unwrap();
             out
         },
         |ch| {
-            let mut s = Kk13Sender::setup(
-                &mut ChouOrlandiReceiver::default(),
-                8,
-                ch,
-                &SID,
-                &mut rng(2),
-            )
-            .unwrap();
+            let mut s = sender(ch, 8).unwrap();
             let o = s.send_random(ch, m).unwrap();
             (o, start.elapsed())
         },

@@ -4,6 +4,7 @@
 //! several batches after one setup; code widths 1..=8; a truncated u frame, a width mismatch and
 //! a width out of range return errors.
 
+use blindjoin_core::channel::memory::MemoryChannel;
 use blindjoin_core::{Block, Error};
 use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
 use blindjoin_ot::ext::kkrt::{
@@ -13,6 +14,29 @@ use blindjoin_testkit::{Attack, Tamper, Target, rng, run_two_party};
 use rand::Rng;
 
 const SID: [u8; 32] = [3; 32];
+
+/// A KKRT receiver with parameter `width` set up over the Chou-Orlandi base OT (the tests'
+/// session id, seed 1).
+fn receiver(ch: &mut MemoryChannel, width: usize) -> blindjoin_core::Result<KkrtReceiver> {
+    KkrtReceiver::setup(
+        &mut ChouOrlandiSender::default(),
+        width,
+        ch,
+        &SID,
+        &mut rng(1),
+    )
+}
+
+/// The matching sender (seed 2).
+fn sender(ch: &mut MemoryChannel, width: usize) -> blindjoin_core::Result<KkrtSender> {
+    KkrtSender::setup(
+        &mut ChouOrlandiReceiver::default(),
+        width,
+        ch,
+        &SID,
+        &mut rng(2),
+    )
+}
 
 fn inputs(n: usize, seed: u64) -> Vec<Block> {
     let mut r = rng(seed);
@@ -31,14 +55,7 @@ fn run(
         .collect();
     let (recv, send) = run_two_party(
         |ch| {
-            let mut r = KkrtReceiver::setup(
-                &mut ChouOrlandiSender::default(),
-                width,
-                ch,
-                &SID,
-                &mut rng(1),
-            )
-            .unwrap();
+            let mut r = receiver(ch, width).unwrap();
             all.iter()
                 .map(|x| {
                     let mut out = vec![Block::ZERO; x.len()];
@@ -48,14 +65,7 @@ fn run(
                 .collect::<Vec<_>>()
         },
         |ch| {
-            let mut s = KkrtSender::setup(
-                &mut ChouOrlandiReceiver::default(),
-                width,
-                ch,
-                &SID,
-                &mut rng(2),
-            )
-            .unwrap();
+            let mut s = sender(ch, width).unwrap();
             counts
                 .iter()
                 .map(|&n| s.send(ch, n).unwrap())
@@ -122,22 +132,13 @@ fn equal_inputs_in_different_instances_give_different_outputs() {
     let x = vec![Block(42); 300];
     let (recv, send) = run_two_party(
         |ch| {
-            let mut r =
-                KkrtReceiver::setup(&mut ChouOrlandiSender::default(), 4, ch, &SID, &mut rng(1))
-                    .unwrap();
+            let mut r = receiver(ch, 4).unwrap();
             let mut out = vec![Block::ZERO; x.len()];
             r.receive(ch, &x, &mut out).unwrap();
             out
         },
         |ch| {
-            let mut s = KkrtSender::setup(
-                &mut ChouOrlandiReceiver::default(),
-                4,
-                ch,
-                &SID,
-                &mut rng(2),
-            )
-            .unwrap();
+            let mut s = sender(ch, 4).unwrap();
             s.send(ch, 300).unwrap()
         },
     );
@@ -202,22 +203,13 @@ fn truncated_u_frame_is_malformed() {
     let x = inputs(500, 7);
     let (_, send) = run_two_party(
         |ch| {
-            let mut r =
-                KkrtReceiver::setup(&mut ChouOrlandiSender::default(), 4, ch, &SID, &mut rng(1))
-                    .unwrap();
+            let mut r = receiver(ch, 4).unwrap();
             let mut t = Tamper::new(ch, Target::first(MSG_U_COLUMNS), Attack::Truncate(100));
             let mut out = vec![Block::ZERO; x.len()];
             let _ = r.receive(&mut t, &x, &mut out);
         },
         |ch| {
-            let mut s = KkrtSender::setup(
-                &mut ChouOrlandiReceiver::default(),
-                4,
-                ch,
-                &SID,
-                &mut rng(2),
-            )
-            .unwrap();
+            let mut s = sender(ch, 4).unwrap();
             s.send(ch, 500)
         },
     );
@@ -231,19 +223,12 @@ fn width_mismatch_is_an_error_not_a_hang() {
     let x = inputs(100, 8);
     let (recv, send) = run_two_party(
         |ch| {
-            let mut r =
-                KkrtReceiver::setup(&mut ChouOrlandiSender::default(), 4, ch, &SID, &mut rng(1))?;
+            let mut r = receiver(ch, 4)?;
             let mut out = vec![Block::ZERO; x.len()];
             r.receive(ch, &x, &mut out)
         },
         |ch| {
-            let mut s = KkrtSender::setup(
-                &mut ChouOrlandiReceiver::default(),
-                5,
-                ch,
-                &SID,
-                &mut rng(2),
-            )?;
+            let mut s = sender(ch, 5)?;
             s.send(ch, 100).map(|_| ())
         },
     );
@@ -265,22 +250,13 @@ fn timing_2_20_instances() {
     let start = std::time::Instant::now();
     let (got, (ev, t_ext)) = run_two_party(
         |ch| {
-            let mut r =
-                KkrtReceiver::setup(&mut ChouOrlandiSender::default(), 4, ch, &SID, &mut rng(1))
-                    .unwrap();
+            let mut r = receiver(ch, 4).unwrap();
             let mut out = vec![Block::ZERO; m];
             r.receive(ch, &x, &mut out).unwrap();
             out
         },
         |ch| {
-            let mut s = KkrtSender::setup(
-                &mut ChouOrlandiReceiver::default(),
-                4,
-                ch,
-                &SID,
-                &mut rng(2),
-            )
-            .unwrap();
+            let mut s = sender(ch, 4).unwrap();
             let o = s.send(ch, m).unwrap();
             let t_ext = start.elapsed();
             let q: Vec<(usize, Block)> = (0..3 * m).map(|k| (k / 3, x[k / 3])).collect();
