@@ -1,6 +1,5 @@
 //! Options and outputs shared by all protocols, and the prologue every run starts with.
 
-use crate::params::tag_bytes;
 use crate::protocol::Protocol;
 use blindjoin_core::channel::Channel;
 use blindjoin_core::handshake::{Role, Session, SessionConfig, handshake};
@@ -286,9 +285,7 @@ impl<'a> Run<'a> {
     /// Bytes of a comparison tag for this run's sizes (λ + ⌈log2(n1·n2)⌉ bits), at most 16.
     pub fn tag_len(&self) -> Result<usize> {
         let (n1, n2) = self.sizes();
-        let len = tag_bytes(self.session.lambda, n1, n2);
-        crate::protocols::common::check_tag_len(len)?;
-        Ok(len)
+        crate::protocols::common::tag_len(self.session.lambda, n1, n2)
     }
 
     /// The base OT the options chose.

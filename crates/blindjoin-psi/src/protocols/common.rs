@@ -163,6 +163,14 @@ pub(crate) fn tag_mask(len: usize) -> u128 {
     }
 }
 
+/// Bytes of a comparison tag of λ + ⌈log2(n1·n2)⌉ bits ([`crate::params::tag_bytes`]), or
+/// `InvalidParam` if that exceeds the 16 bytes the protocols store.
+pub(crate) fn tag_len(lambda: u32, n1: u64, n2: u64) -> Result<usize> {
+    let len = crate::params::tag_bytes(lambda, n1, n2);
+    check_tag_len(len)?;
+    Ok(len)
+}
+
 /// Checks that a tag of `len` bytes fits the 16 bytes the protocols store.
 pub(crate) fn check_tag_len(len: usize) -> Result<()> {
     if len > 16 {

@@ -129,12 +129,12 @@ mod sender;
 pub use receiver::receive;
 pub use sender::send;
 
-use crate::params::{ceil_log2, tag_bits, tag_bytes};
+use crate::params::{ceil_log2, tag_bits};
 use crate::protocol::{
     Message, Protocol, Reference, Security, Sizes, Traffic, two_party,
 };
 use crate::BaseOt;
-use crate::protocols::common::{CHUNK, CM20, PSI_ROLES, check_tag_len};
+use crate::protocols::common::{CHUNK, CM20, PSI_ROLES, tag_len};
 use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::{FRAME_HEADER_LEN, framed_bytes, msg_bytes};
 use blindjoin_ot::{base, traffic};
@@ -359,8 +359,7 @@ impl Params {
             field: "w",
             reason: format!("no width up to {W_MAX} meets d = {d}, λ = {lambda} at m = {m}"),
         })? as usize;
-        let tag_len = tag_bytes(lambda, n_recv, n_send);
-        check_tag_len(tag_len)?;
+        let tag_len = tag_len(lambda, n_recv, n_send)?;
         let per_block = (128 / log_m) as usize;
         Ok(Params {
             log_m,

@@ -49,9 +49,8 @@ mod sender;
 pub use receiver::receive;
 pub use sender::send;
 
-use crate::params::tag_bytes;
 use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
-use crate::protocols::common::{CHUNK, PSI_ROLES, PSZ14, check_tag_len};
+use crate::protocols::common::{CHUNK, PSI_ROLES, PSZ14, tag_len};
 use blindjoin_core::channel::framed_bytes;
 use blindjoin_core::handshake::Session;
 use blindjoin_core::item::{Item, update_prefixed};
@@ -101,8 +100,7 @@ pub static PROTOCOL: Protocol = Protocol {
 /// The bytes of each message: n1 and n2 compressed points and n1 tags, frames of 2^14
 /// elements (the sender answers each frame of A_i with one frame of tags).
 fn traffic(s: &Sizes) -> Result<Traffic> {
-    let tag_len = tag_bytes(s.lambda, s.n_recv, s.n_send);
-    check_tag_len(tag_len)?;
+    let tag_len = tag_len(s.lambda, s.n_recv, s.n_send)?;
     Ok(vec![
         (MSG_RECEIVER_POINTS, framed_bytes(s.n_recv, POINT_LEN, CHUNK)),
         (MSG_SENDER_POINTS, framed_bytes(s.n_send, POINT_LEN, CHUNK)),

@@ -51,10 +51,9 @@ pub use receiver::receive;
 pub use sender::send;
 
 use crate::hashing::CuckooParams;
-use crate::params::tag_bytes;
 use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
 use crate::BaseOt;
-use crate::protocols::common::{CHUNK, CM20, KKRT16, PSI_ROLES, set_size};
+use crate::protocols::common::{CHUNK, CM20, KKRT16, PSI_ROLES, set_size, tag_len};
 use blindjoin_core::channel::{framed_bytes, msg_bytes};
 use blindjoin_core::handshake::Session;
 use blindjoin_core::{Block, Result};
@@ -102,7 +101,7 @@ pub static PROTOCOL: Protocol = Protocol {
 fn traffic(s: &Sizes) -> Result<Traffic> {
     let bins = CuckooParams::kkrt(set_size(s.n_recv)?, s.lambda)?.num_bins();
     let width = code_width(s.lambda);
-    let tag_len = tag_bytes(s.lambda, s.n_recv, s.n_send);
+    let tag_len = tag_len(s.lambda, s.n_recv, s.n_send)?;
     let [base_s, base_r] = traffic::co15(128 * width);
     Ok(vec![
         (MSG_SETUP, msg_bytes(&Setup { bins: bins as u64 })?),

@@ -5,14 +5,14 @@ use super::{
 };
 use crate::hashing::{BinHasher, CuckooParams, HashedItems};
 use crate::protocols::common::{
-    CHUNK, put_tag, shuffle_elements,
+    CHUNK, put_tag, set_size, shuffle_elements,
 };
 use crate::run::Run;
 use crate::{RunOptions, SenderOutput};
 use blindjoin_core::channel::{Channel, recv_msg, send_elements};
 use blindjoin_core::handshake::{Role, expect_same};
 use blindjoin_core::item::Item;
-use blindjoin_core::{Block, Error, Result};
+use blindjoin_core::{Block, Result};
 use blindjoin_ot::ext::kkrt::KkrtSender;
 use rand::CryptoRng;
 
@@ -26,11 +26,7 @@ pub fn send<C: Channel + ?Sized>(
     let mut run = Run::start(ch, &PROTOCOL, Role::Sender, items.len(), opts, rng)?;
     let n1 = run.session.receiver_size;
     let tag_len = run.tag_len()?;
-    let n1_usize = usize::try_from(n1).map_err(|_| Error::InvalidParam {
-        field: "receiver set size",
-        reason: format!("{n1} does not fit this machine"),
-    })?;
-    let bins = CuckooParams::kkrt(n1_usize, run.session.lambda)?.num_bins();
+    let bins = CuckooParams::kkrt(set_size(n1)?, run.session.lambda)?.num_bins();
     let setup: Setup = recv_msg(ch, MSG_SETUP, 16)?;
     expect_same(&[("bins", bins as u64, setup.bins)])?;
     let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();

@@ -26,11 +26,10 @@ mod sender;
 pub use receiver::receive;
 pub use sender::send;
 
-use crate::params::tag_bytes;
 use crate::protocol::{
     Count, Message, Party, Protocol, Reference, RoleSpec, Security, Sizes, Traffic, two_party,
 };
-use crate::protocols::common::{CHUNK, PSZ14, check_tag_len};
+use crate::protocols::common::{CHUNK, PSZ14, tag_len};
 use blindjoin_core::Result;
 use blindjoin_core::channel::framed_bytes;
 use blindjoin_core::handshake::Session;
@@ -74,8 +73,7 @@ pub static PROTOCOL: Protocol = Protocol {
 
 /// The bytes of each message: n2 tags of λ + ⌈log2(n1·n2)⌉ bits in frames of 2^14.
 fn traffic(s: &Sizes) -> Result<Traffic> {
-    let tag_len = tag_bytes(s.lambda, s.n_recv, s.n_send);
-    check_tag_len(tag_len)?;
+    let tag_len = tag_len(s.lambda, s.n_recv, s.n_send)?;
     Ok(vec![(MSG_HASHES, framed_bytes(s.n_send, tag_len, CHUNK))])
 }
 

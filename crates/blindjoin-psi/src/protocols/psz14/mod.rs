@@ -121,10 +121,10 @@ pub use receiver::receive;
 pub use sender::send;
 
 use crate::hashing::{CuckooParams, PSZ_STASH};
-use crate::params::{ceil_log2, tag_bytes};
+use crate::params::ceil_log2;
 use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
 use crate::BaseOt;
-use crate::protocols::common::{CHUNK, PSI_ROLES, PSZ14, check_tag_len, set_size};
+use crate::protocols::common::{CHUNK, PSI_ROLES, PSZ14, check_tag_len, set_size, tag_len};
 use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::{framed_bytes, msg_bytes};
 use blindjoin_core::handshake::{Session, expect_same};
@@ -263,9 +263,8 @@ impl Params {
                 reason: format!("σ = {sigma} bits; at most 128 are supported"),
             });
         }
-        let bin_mask_len = tag_bytes(lambda, n1 as u64, n2);
+        let bin_mask_len = tag_len(lambda, n1 as u64, n2)?;
         let stash_mask_len = stash_mask_bits(lambda, n2).div_ceil(8) as usize;
-        check_tag_len(bin_mask_len)?;
         check_tag_len(stash_mask_len)?;
         Ok(Params {
             bins,
