@@ -2,21 +2,8 @@
 //!
 //! See `blindjoin --help`. Every command ends with a one-line error and a non-zero exit on bad
 //! input, and writes its output files completely or not at all.
-#![deny(missing_docs)]
 
-mod bench;
-mod bench_ot;
-mod cli;
-mod demo;
-mod error;
-mod input;
-mod normalize;
-mod output;
-mod party;
-mod progress;
-mod report;
-mod synth;
-
+use blindjoin_cli::cli;
 use clap::Parser;
 use std::process::ExitCode;
 

@@ -10,6 +10,12 @@ pub struct Bars {
     multi: MultiProgress,
 }
 
+impl Default for Bars {
+    fn default() -> Self {
+        Bars::new()
+    }
+}
+
 impl Bars {
     /// Bars on stderr if it is a terminal, nothing otherwise.
     pub fn new() -> Self {

@@ -1,0 +1,16 @@
+//! The library behind the `blindjoin` command: input reading and normalisation, the parties'
+//! runs on files, output, reports and benchmarks. The binary (`src/main.rs`) parses the command
+//! line and calls [`cli::run`]; the fuzz targets and tests reach the readers through here.
+
+pub mod bench;
+pub mod bench_ot;
+pub mod cli;
+pub mod demo;
+pub mod error;
+pub mod input;
+pub mod normalize;
+pub mod output;
+pub mod party;
+pub mod progress;
+pub mod report;
+pub mod synth;
