@@ -6,15 +6,19 @@
 //! the seed. A party measures its own wall time (handshake to result) and CPU time (user +
 //! system of its process over the same span, so set generation is excluded). The receiver's
 //! result is checked against the exact expected indices. Reported figures are medians over the
-//! repetitions.
+//! repetitions. With `--transport tcp,tls` the same repetitions run over plain TCP and over
+//! TLS 1.3 with pinned certificates (the TLS handshake happens before the clocks start), in
+//! alternation, so the TLS overhead is a ratio measured under one machine load.
 
 use crate::cli::parse_size;
 use crate::error::{CliError, CliResult};
 use crate::output::write_atomic;
 use crate::party::items_of;
 use crate::report::{peak_rss_bytes, process_cpu_seconds};
+use blindjoin_core::channel::clock::Limits;
 use blindjoin_core::channel::metered::{Metered, Traffic};
-use blindjoin_core::channel::tcp::TcpChannel;
+use blindjoin_core::channel::tls::{self, Fingerprint, Identity, PeerCheck, TlsConfig};
+use blindjoin_core::transport::{self, Link, LinkConfig};
 use blindjoin_psi::{Protocol, RunOptions};
 use clap::Args;
 use rand::SeedableRng;
@@ -24,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read};
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -52,6 +56,94 @@ pub struct BenchArgs {
     /// Directory for the results: `<protocol>-<threads>t.json` and `.md` (created if missing).
     #[arg(long, value_name = "DIR", default_value = "bench/out")]
     out: PathBuf,
+    /// Transports to measure, e.g. `tcp,tls`: with several, their repetitions alternate, so
+    /// their ratio is measured in one run under the same machine load.
+    #[arg(long, value_delimiter = ',', value_enum, default_value = "tcp")]
+    transport: Vec<Transport>,
+}
+
+/// The connection a benchmark runs over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// Plain TCP over loopback.
+    Tcp,
+    /// TLS 1.3 over loopback, each party pinning the other's certificate (as between two
+    /// organisations).
+    Tls,
+}
+
+/// The two parties' TLS identities of a benchmark, as PEM files in a temporary directory that
+/// both party processes load.
+pub(crate) struct BenchTls {
+    dir: tempfile::TempDir,
+}
+
+impl BenchTls {
+    /// Generates the identities.
+    pub(crate) fn new() -> CliResult<Self> {
+        let dir = tempfile::tempdir().map_err(|source| CliError::File {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+        for who in ["receiver", "sender"] {
+            let (_, pem) = Identity::generate(&format!("{who}.bench.blindjoin"))?;
+            write_atomic(&dir.path().join(format!("{who}.crt")), pem.cert.as_bytes())?;
+            write_atomic(&dir.path().join(format!("{who}.key")), pem.key.as_bytes())?;
+        }
+        Ok(BenchTls { dir })
+    }
+
+    /// The arguments that make a party process use them.
+    pub(crate) fn args(&self) -> Vec<String> {
+        vec!["--tls-dir".into(), self.dir.path().display().to_string()]
+    }
+}
+
+/// The link of a benchmark party: plain TCP, or TLS with the identities in `tls_dir`.
+pub(crate) fn party_link(
+    tls_dir: Option<&Path>,
+    is_receiver: bool,
+    timeout: Duration,
+) -> CliResult<LinkConfig> {
+    let limits = Limits::new(timeout, timeout);
+    let Some(d) = tls_dir else {
+        return Ok(LinkConfig::plain(limits));
+    };
+    let (me, peer) = if is_receiver {
+        ("receiver", "sender")
+    } else {
+        ("sender", "receiver")
+    };
+    let id = Identity::load(&d.join(format!("{me}.crt")), &d.join(format!("{me}.key")))?;
+    let peer = Fingerprint::of(&tls::load_cert(&d.join(format!("{peer}.crt")))?);
+    Ok(LinkConfig::tls(
+        TlsConfig::new(&id, &PeerCheck::Pinned(peer))?,
+        limits,
+    ))
+}
+
+/// Opens a benchmark party's link: the receiver listens on loopback (printing `PORT p`), the
+/// sender connects to `connect`.
+pub(crate) fn open_party_link(
+    cfg: &LinkConfig,
+    is_receiver: bool,
+    connect: Option<&str>,
+) -> CliResult<Link> {
+    if is_receiver {
+        let l = TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| blindjoin_core::Error::io("cannot listen on loopback", e))?;
+        let port = l
+            .local_addr()
+            .map_err(|e| blindjoin_core::Error::io("no local address", e))?
+            .port();
+        println!("PORT {port}");
+        return Ok(transport::accept(&l, cfg, &mut |line| eprintln!("{line}"))?);
+    }
+    let addr = connect.ok_or_else(|| CliError::Usage("the sender needs --connect".into()))?;
+    Ok(transport::connect(addr, cfg, &mut |line| {
+        eprintln!("{line}")
+    })?)
 }
 
 /// Hidden `bench-party` options: one party of a benchmark repetition.
@@ -73,6 +165,8 @@ pub struct PartyArgs {
     connect: Option<String>,
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+    #[arg(long)]
+    tls_dir: Option<PathBuf>,
 }
 
 /// What one party process reports.
@@ -91,6 +185,7 @@ struct PartyResult {
 #[derive(Debug, Serialize)]
 struct Row {
     protocol: &'static str,
+    transport: Transport,
     n_recv: usize,
     n_send: usize,
     threads: usize,
@@ -162,15 +257,8 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
     // timed protocol or, worse, between the sender's connect and its hello, where the receiver's
     // clock counts it (0.3-0.4 s at 2^20). Make that allocation here, untimed.
     std::hint::black_box(vec![0u8; 64 << 10]);
-    let ch = if is_receiver {
-        accept_on_loopback(timeout)?
-    } else {
-        let addr = a
-            .connect
-            .as_deref()
-            .ok_or_else(|| CliError::Usage("the sender needs --connect".into()))?;
-        TcpChannel::connect(addr, timeout, timeout)?
-    };
+    let link = party_link(a.tls_dir.as_deref(), is_receiver, timeout)?;
+    let ch = open_party_link(&link, is_receiver, a.connect.as_deref())?;
     let (cpu0, t0) = (process_cpu_seconds(), Instant::now());
     let mut ch = Metered::new(ch);
     let (phases, intersection) = if is_receiver {
@@ -297,8 +385,9 @@ fn one_rep(
     overlap: usize,
     seed: u64,
     threads: usize,
+    tls: Option<&BenchTls>,
 ) -> CliResult<(PartyResult, PartyResult)> {
-    let args: Vec<String> = [
+    let mut args: Vec<String> = [
         "--protocol",
         p.name,
         "--n-recv",
@@ -313,19 +402,10 @@ fn one_rep(
     .iter()
     .map(|s| (*s).to_owned())
     .collect();
+    if let Some(t) = tls {
+        args.extend(t.args());
+    }
     run_pair(threads, "bench-party", &args)
-}
-
-/// Listens on an ephemeral loopback port, prints `PORT p` and accepts the peer.
-pub(crate) fn accept_on_loopback(timeout: Duration) -> CliResult<TcpChannel> {
-    let l = TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| blindjoin_core::Error::io("cannot listen on loopback", e))?;
-    let port = l
-        .local_addr()
-        .map_err(|e| blindjoin_core::Error::io("no local address", e))?
-        .port();
-    println!("PORT {port}");
-    Ok(TcpChannel::accept(&l, timeout, timeout)?)
 }
 
 pub(crate) fn median(mut v: Vec<f64>) -> f64 {
@@ -368,66 +448,79 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
             "--sender-sizes needs as many entries as --sizes".into(),
         ));
     }
+    let tls = if a.transport.contains(&Transport::Tls) {
+        Some(BenchTls::new()?)
+    } else {
+        None
+    };
     let mut rows = Vec::new();
     println!("{}", TABLE_HEAD);
     for (&n_recv, &n_send) in a.sizes.iter().zip(&senders) {
         let overlap = ((n_recv.min(n_send) as f64) * a.overlap) as usize;
         let (recv, send) = bench_sets(n_recv, n_send, overlap, a.seed);
         let expected = expected_indices(&recv, &send);
-        let mut reps = Vec::new();
+        let mut by_transport: Vec<Vec<(PartyResult, PartyResult)>> =
+            a.transport.iter().map(|_| Vec::new()).collect();
         for rep in 0..a.reps {
-            let (r, s) = one_rep(a.protocol, n_recv, n_send, overlap, a.seed, threads)?;
-            if r.intersection.as_ref() != Some(&expected) {
-                return Err(CliError::Verification(format!(
-                    "{} at {n_recv}x{n_send}, repetition {rep}: the receiver's intersection differs from the expected {} indices",
-                    a.protocol,
-                    expected.len()
-                )));
+            for (t, reps) in a.transport.iter().zip(by_transport.iter_mut()) {
+                let tls = (*t == Transport::Tls).then_some(()).and(tls.as_ref());
+                let (r, s) = one_rep(a.protocol, n_recv, n_send, overlap, a.seed, threads, tls)?;
+                if r.intersection.as_ref() != Some(&expected) {
+                    return Err(CliError::Verification(format!(
+                        "{} at {n_recv}x{n_send} over {t:?}, repetition {rep}: the receiver's intersection differs from the expected {} indices",
+                        a.protocol,
+                        expected.len()
+                    )));
+                }
+                reps.push((r, s));
             }
-            reps.push((r, s));
         }
         let plain = plaintext_join_seconds(&recv, &send, a.reps);
-        let m =
-            |f: &dyn Fn(&(PartyResult, PartyResult)) -> f64| median(reps.iter().map(f).collect());
-        let wall = m(&|(r, s)| r.wall_seconds.max(s.wall_seconds));
-        let (r0, s0) = &reps[0];
-        let total = r0.traffic.bytes_sent + s0.traffic.bytes_sent;
-        let mut by_wall: Vec<&(PartyResult, PartyResult)> = reps.iter().collect();
-        by_wall.sort_by(|a, b| {
-            f64::total_cmp(
-                &a.0.wall_seconds.max(a.1.wall_seconds),
-                &b.0.wall_seconds.max(b.1.wall_seconds),
-            )
-        });
-        let (rm, sm) = by_wall[by_wall.len() / 2];
-        eprintln!(
-            "phases at {n_recv}x{n_send} (median repetition): receiver {}; sender {}",
-            format_phases(&rm.phases),
-            format_phases(&sm.phases)
-        );
-        let row = Row {
-            protocol: a.protocol.name,
-            n_recv,
-            n_send,
-            threads,
-            reps: a.reps,
-            wall_seconds: wall,
-            cpu_receiver_seconds: m(&|(r, _)| r.cpu_seconds),
-            cpu_sender_seconds: m(&|(_, s)| s.cpu_seconds),
-            cpu_sum_seconds: m(&|(r, s)| r.cpu_seconds + s.cpu_seconds),
-            bytes_receiver_to_sender: r0.traffic.bytes_sent,
-            bytes_sender_to_receiver: s0.traffic.bytes_sent,
-            bytes_per_item: total as f64 / ((n_recv + n_send) as f64 / 2.0).max(1.0),
-            rounds: a.protocol.flights,
-            peak_rss_receiver_bytes: r0.peak_rss_bytes,
-            peak_rss_sender_bytes: s0.peak_rss_bytes,
-            plaintext_join_seconds: plain,
-            wall_over_plaintext: wall / plain,
-            phases_receiver: rm.phases.clone(),
-            phases_sender: sm.phases.clone(),
-        };
-        println!("{}", table_row(&row));
-        rows.push(row);
+        for (&transport, reps) in a.transport.iter().zip(&by_transport) {
+            let m = |f: &dyn Fn(&(PartyResult, PartyResult)) -> f64| {
+                median(reps.iter().map(f).collect())
+            };
+            let wall = m(&|(r, s)| r.wall_seconds.max(s.wall_seconds));
+            let (r0, s0) = &reps[0];
+            let total = r0.traffic.bytes_sent + s0.traffic.bytes_sent;
+            let mut by_wall: Vec<&(PartyResult, PartyResult)> = reps.iter().collect();
+            by_wall.sort_by(|a, b| {
+                f64::total_cmp(
+                    &a.0.wall_seconds.max(a.1.wall_seconds),
+                    &b.0.wall_seconds.max(b.1.wall_seconds),
+                )
+            });
+            let (rm, sm) = by_wall[by_wall.len() / 2];
+            eprintln!(
+                "phases at {n_recv}x{n_send} (median repetition): receiver {}; sender {}",
+                format_phases(&rm.phases),
+                format_phases(&sm.phases)
+            );
+            let row = Row {
+                protocol: a.protocol.name,
+                transport,
+                n_recv,
+                n_send,
+                threads,
+                reps: a.reps,
+                wall_seconds: wall,
+                cpu_receiver_seconds: m(&|(r, _)| r.cpu_seconds),
+                cpu_sender_seconds: m(&|(_, s)| s.cpu_seconds),
+                cpu_sum_seconds: m(&|(r, s)| r.cpu_seconds + s.cpu_seconds),
+                bytes_receiver_to_sender: r0.traffic.bytes_sent,
+                bytes_sender_to_receiver: s0.traffic.bytes_sent,
+                bytes_per_item: total as f64 / ((n_recv + n_send) as f64 / 2.0).max(1.0),
+                rounds: a.protocol.flights,
+                peak_rss_receiver_bytes: r0.peak_rss_bytes,
+                peak_rss_sender_bytes: s0.peak_rss_bytes,
+                plaintext_join_seconds: plain,
+                wall_over_plaintext: wall / plain,
+                phases_receiver: rm.phases.clone(),
+                phases_sender: sm.phases.clone(),
+            };
+            println!("{}", table_row(&row));
+            rows.push(row);
+        }
     }
     let mut md = format!("{TABLE_HEAD}\n");
     for r in &rows {
@@ -473,9 +566,13 @@ pub(crate) fn write_results(
 const TABLE_HEAD: &str = "| protocol | n1 (recv) | n2 (send) | threads | wall (s) | CPU recv (s) | CPU send (s) | CPU sum (s) | recv→send (B) | send→recv (B) | B/item | rounds | plaintext join (s) | wall / plaintext |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |";
 
 fn table_row(r: &Row) -> String {
+    let name = match r.transport {
+        Transport::Tcp => r.protocol.to_owned(),
+        Transport::Tls => format!("{} (TLS)", r.protocol),
+    };
     format!(
         "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {} | {:.1} | {} | {:.4} | {:.1} |",
-        r.protocol,
+        name,
         r.n_recv,
         r.n_send,
         r.threads,

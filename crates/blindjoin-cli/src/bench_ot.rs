@@ -1,13 +1,12 @@
 //! `blindjoin bench-ot`: OT extension end to end, both parties as two processes over loopback
 //! TCP, one handshake, the base OTs and `--count` random OTs in batches of 2^20.
 
-use crate::bench::{accept_on_loopback, median, print_result, run_pair, write_results};
+use crate::bench::{median, open_party_link, party_link, print_result, run_pair, write_results};
 use crate::cli::parse_size;
 use crate::error::{CliError, CliResult};
 use crate::report::process_cpu_seconds;
 use blindjoin_core::Block;
 use blindjoin_core::channel::metered::{Metered, Traffic};
-use blindjoin_core::channel::tcp::TcpChannel;
 use blindjoin_core::handshake::{Role, SessionConfig, handshake};
 use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
 use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender};
@@ -82,6 +81,8 @@ pub struct OtPartyArgs {
     count: usize,
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+    #[arg(long)]
+    tls_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -122,15 +123,8 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
     } else {
         Vec::new()
     };
-    let ch = if is_receiver {
-        accept_on_loopback(timeout)?
-    } else {
-        let addr = a
-            .connect
-            .as_deref()
-            .ok_or_else(|| CliError::Usage("the sender needs --connect".into()))?;
-        TcpChannel::connect(addr, timeout, timeout)?
-    };
+    let link = party_link(a.tls_dir.as_deref(), is_receiver, timeout)?;
+    let ch = open_party_link(&link, is_receiver, a.connect.as_deref())?;
     let mut ch = Metered::new(ch);
     let (cpu0, t0) = (process_cpu_seconds(), Instant::now());
     let role = if is_receiver {

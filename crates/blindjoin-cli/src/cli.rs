@@ -1,8 +1,9 @@
 //! Command-line definition and dispatch.
 
 use crate::error::{CliError, CliResult};
+use crate::link::NetOpts;
 use crate::normalize::Normalize;
-use crate::{bench, bench_ot, demo, party, synth};
+use crate::{bench, bench_ot, demo, keygen, party, synth};
 use blindjoin_psi::{Protocol, protocols};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -84,6 +85,9 @@ enum Command {
     Send(SendArgs),
     /// Write two synthetic identifier files (emails and phone numbers) with a known overlap.
     Gen(GenArgs),
+    /// Make this party's TLS identity: NAME.key (private, mode 0600) and NAME.crt (self-signed);
+    /// prints the certificate's fingerprint to give the peer.
+    Keygen(keygen::KeygenArgs),
     /// Benchmark a protocol over loopback TCP against the plaintext hash join.
     #[command(after_help = protocols_help())]
     Bench(bench::BenchArgs),
@@ -110,17 +114,9 @@ struct ProtocolsArgs {
 /// Options both `send` and `receive` take.
 #[derive(Debug, Args)]
 pub struct PartyOpts {
-    /// Listen on this address (e.g. 0.0.0.0:7878) and wait for the peer.
-    #[arg(
-        long,
-        value_name = "ADDR",
-        conflicts_with = "connect",
-        required_unless_present = "connect"
-    )]
-    pub listen: Option<String>,
-    /// Connect to the peer at this address (e.g. partner.example:7878).
-    #[arg(long, value_name = "ADDR")]
-    pub connect: Option<String>,
+    /// Where the peer is, how it is authenticated, and the run's time limits.
+    #[command(flatten)]
+    pub net: NetOpts,
     /// Input file: CSV with a header (with --column) or one key per line.
     #[arg(long, short)]
     pub input: PathBuf,
@@ -147,17 +143,12 @@ pub struct PartyOpts {
     #[arg(long)]
     pub allow_weak: bool,
     /// Refuse to run unless the peer has exactly this many distinct keys.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_count)]
     pub expect_peer_size: Option<u64>,
-    /// Refuse a peer announcing more distinct keys than this.
-    #[arg(long, value_name = "N", default_value_t = 1 << 32)]
-    pub max_peer_size: u64,
-    /// Seconds to wait for the peer to connect or accept.
-    #[arg(long, value_name = "SECS", default_value_t = 120)]
-    pub wait: u64,
-    /// Seconds without progress on the connection after which the run fails.
-    #[arg(long, value_name = "SECS", default_value_t = 120)]
-    pub timeout: u64,
+    /// Refuse a peer announcing more distinct keys than this [default: max(2^20, 4 × ours)].
+    /// A receiver may test as many guessed keys as it announces.
+    #[arg(long, value_name = "N", value_parser = parse_count)]
+    pub max_peer_size: Option<u64>,
     /// Write a JSON run report to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -180,14 +171,14 @@ struct SendArgs {
 
 #[derive(Debug, Args)]
 struct GenArgs {
-    /// Distinct people in the first file.
-    #[arg(long)]
+    /// Distinct people in the first file (e.g. 1000, 2^16, 1e6).
+    #[arg(long, value_parser = parse_size)]
     size: usize,
     /// Distinct people in the second file (default: --size).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_size)]
     other_size: Option<usize>,
     /// People in both files (default: a quarter of the smaller file).
-    #[arg(long)]
+    #[arg(long, value_parser = parse_size)]
     overlap: Option<usize>,
     /// Seed of the generator; the same seed writes the same files.
     #[arg(long, default_value_t = 1)]
@@ -200,8 +191,8 @@ struct GenArgs {
 
 #[derive(Debug, Args)]
 struct DemoArgs {
-    /// Distinct people on each side.
-    #[arg(long, default_value_t = 10_000)]
+    /// Distinct people on each side (e.g. 10000, 2^16).
+    #[arg(long, default_value = "10000", value_parser = parse_size)]
     size: usize,
     /// The protocol to run.
     #[arg(long, short, default_value = "ecdh")]
@@ -235,6 +226,11 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
             .ok_or_else(bad);
     }
     s.replace('_', "").parse().map_err(|_| bad())
+}
+
+/// Parses a count like [`parse_size`], as a u64.
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    parse_size(s).map(|n| n as u64)
 }
 
 /// Refuses the insecure protocol unless asked for.
@@ -302,6 +298,7 @@ fn dispatch(command: Command, threads: Option<usize>) -> CliResult<()> {
             );
             Ok(())
         }
+        Command::Keygen(a) => keygen::run(&a),
         Command::Bench(a) => bench::run(&a, threads),
         Command::BenchParty(a) => bench::run_party(&a),
         Command::BenchOt(a) => bench_ot::run(&a, threads),

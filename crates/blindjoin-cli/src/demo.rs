@@ -1,13 +1,17 @@
-//! `blindjoin demo`: both parties in one process over loopback TCP, on generated files, with the
-//! result checked against the generator's ground truth.
+//! `blindjoin demo`: both parties in one process over loopback, on generated files, with the
+//! result checked against the generator's ground truth. The parties talk TLS 1.3, each pinning
+//! the other's freshly generated certificate, exactly as two organisations would.
 
 use crate::error::{CliError, CliResult};
 use crate::input::{InputSpec, read_table};
+use crate::link::{Endpoint, paired_identities, pinned};
 use crate::normalize::{Normalize, Normalizer};
-use crate::party::{CliRole, Endpoint, FileParty, run_file_party, write_json};
+use crate::party::{CliRole, FileParty, run_file_party, write_json};
 use crate::progress::Bars;
 use crate::report::{RunReport, human_bytes, process_cpu_seconds};
 use crate::synth::{GenSpec, generate, write_csv};
+use blindjoin_core::channel::clock::Limits;
+use blindjoin_core::transport::LinkConfig;
 use blindjoin_psi::{Protocol, RunOptions};
 use std::collections::HashSet;
 use std::net::TcpListener;
@@ -67,7 +71,14 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
         .local_addr()
         .map_err(|e| blindjoin_core::Error::io("cannot read the loopback address", e))?;
     let bars = Bars::new();
-    let party = |role: CliRole, endpoint: Endpoint, input: PathBuf, label: &'static str| {
+    let (id_r, id_s) = paired_identities()?;
+    let limits = Limits::new(Duration::from_secs(3600), Duration::from_secs(300));
+    let (link_r, link_s) = (pinned(&id_r, &id_s, limits)?, pinned(&id_s, &id_r, limits)?);
+    let party = |role: CliRole,
+                 endpoint: Endpoint,
+                 link: LinkConfig,
+                 input: PathBuf,
+                 label: &'static str| {
         let opts = RunOptions {
             progress: Some(bars.party(label)),
             ..RunOptions::default()
@@ -84,8 +95,8 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
                 },
                 protocol: spec.protocol,
                 opts,
-                wait: Duration::from_secs(30),
-                timeout: Duration::from_secs(120),
+                link,
+                max_peer_size: None,
                 alone_in_process: false,
             })
         }
@@ -95,12 +106,14 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
             output: Some(out_path.clone()),
         },
         Endpoint::Listener(listener),
+        link_r,
         a_path.clone(),
         "receiver",
     );
     let send = party(
         CliRole::Sender,
         Endpoint::Connect(addr.to_string()),
+        link_s,
         b_path.clone(),
         "sender",
     );

@@ -8,6 +8,8 @@ pub mod cli;
 pub mod demo;
 pub mod error;
 pub mod input;
+pub mod keygen;
+pub mod link;
 pub mod normalize;
 pub mod output;
 pub mod party;

@@ -9,7 +9,7 @@
 use crate::error::{CliError, CliResult};
 use crate::input::Table;
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Writes the header (if any) and the given rows of `table` to `path` atomically: a temporary
 /// file in the same directory, fsync'd, then renamed over `path`. On any error nothing is left at
@@ -18,6 +18,12 @@ use std::path::Path;
 /// single field followed by `"\n"`. `rows` are indices into `table.rows`, written in the given
 /// order; an index out of range is an error.
 pub fn write_rows(path: &Path, table: &Table, rows: &[usize]) -> CliResult<()> {
+    prepare_rows(path, table, rows)?.persist()
+}
+
+/// Writes the rows as [`write_rows`] does, to the temporary file only: the output appears at
+/// `path` when [`Prepared::persist`] is called, and never if the value is dropped.
+pub fn prepare_rows(path: &Path, table: &Table, rows: &[usize]) -> CliResult<Prepared> {
     let row = |i: usize| {
         table.rows.get(i).ok_or_else(|| {
             io::Error::new(
@@ -26,7 +32,7 @@ pub fn write_rows(path: &Path, table: &Table, rows: &[usize]) -> CliResult<()> {
             )
         })
     };
-    write_atomic_with(path, |w| {
+    prepare_with(path, |w| {
         match &table.header {
             Some(header) => {
                 let mut csv = csv::WriterBuilder::new().flexible(true).from_writer(w);
@@ -58,32 +64,96 @@ pub(crate) fn write_atomic_with<F>(path: &Path, write: F) -> CliResult<()>
 where
     F: FnOnce(&mut dyn Write) -> io::Result<()>,
 {
+    prepare_with(path, write)?.persist()
+}
+
+/// An output written completely to a temporary file next to its target, not yet in place.
+#[derive(Debug)]
+pub struct Prepared {
+    tmp: tempfile::NamedTempFile,
+    path: PathBuf,
+}
+
+impl Prepared {
+    /// Renames the file into place (atomically; the directory entry is then synced).
+    pub fn persist(self) -> CliResult<()> {
+        let path = self.path;
+        // On failure the returned temporary file is dropped, which removes it.
+        self.tmp.persist(&path).map_err(|e| CliError::File {
+            path: path.clone(),
+            source: e.error,
+        })?;
+        sync_dir(dir_of(&path));
+        Ok(())
+    }
+}
+
+fn dir_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
+}
+
+fn temp_next_to(path: &Path) -> io::Result<tempfile::NamedTempFile> {
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(path.file_name().unwrap_or_default());
+    prefix.push(".");
+    tempfile::Builder::new()
+        .prefix(&prefix)
+        .suffix(".tmp")
+        .tempfile_in(dir_of(path))
+}
+
+fn prepare_with<F>(path: &Path, write: F) -> CliResult<Prepared>
+where
+    F: FnOnce(&mut dyn Write) -> io::Result<()>,
+{
     let file_error = |source| CliError::File {
         path: path.to_path_buf(),
         source,
     };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(path.file_name().unwrap_or_default());
-    prefix.push(".");
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&prefix)
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(file_error)?;
+    let mut tmp = temp_next_to(path).map_err(file_error)?;
     {
         let mut w = BufWriter::new(tmp.as_file_mut());
         write(&mut w).map_err(file_error)?;
         w.flush().map_err(file_error)?;
     }
     tmp.as_file().sync_all().map_err(file_error)?;
-    // On failure the returned temporary file is dropped, which removes it.
-    tmp.persist(path).map_err(|e| file_error(e.error))?;
-    sync_dir(dir);
-    Ok(())
+    Ok(Prepared {
+        tmp,
+        path: path.to_path_buf(),
+    })
+}
+
+/// Checks, before anything runs, that an output can be written at `path`: it is not one of
+/// `inputs` (the run would replace its own input), is not a directory, and its directory
+/// exists and takes a new file. Errors name the user's path, never the temporary file's.
+pub fn check_output(path: &Path, inputs: &[&Path]) -> CliResult<()> {
+    let fail = |reason: String| CliError::Usage(format!("{}: {reason}", path.display()));
+    if path.is_dir() {
+        return Err(fail("is a directory; give a file name".into()));
+    }
+    if let Ok(out) = std::fs::canonicalize(path) {
+        for input in inputs {
+            if std::fs::canonicalize(input).is_ok_and(|i| i == out) {
+                return Err(fail(
+                    "is also an input of this run; write the output to another file".into(),
+                ));
+            }
+        }
+    }
+    let dir = dir_of(path);
+    if !dir.is_dir() {
+        return Err(fail(format!(
+            "the directory {} does not exist",
+            dir.display()
+        )));
+    }
+    // A probe file, removed on drop: the same create call the real output makes.
+    temp_next_to(path)
+        .map(drop)
+        .map_err(|e| fail(format!("cannot create a file in {}: {e}", dir.display())))
 }
 
 /// Makes the rename durable. Best effort: the file is already in place, so a failure here must

@@ -4,53 +4,23 @@
 use crate::cli::PartyOpts;
 use crate::error::{CliError, CliResult};
 use crate::input::{InputSpec, Table, read_table};
+use crate::link::Endpoint;
 use crate::normalize::Normalizer;
-use crate::output::{write_atomic, write_rows};
+use crate::output::{Prepared, check_output, prepare_rows, write_atomic};
 use crate::progress::Bars;
 use crate::report::{
     InputStats, IntersectionStats, Phase, RunReport, hex, human_bytes, process_cpu_seconds,
 };
 use blindjoin_core::channel::metered::Metered;
-use blindjoin_core::channel::tcp::TcpChannel;
+use blindjoin_core::channel::transcript::Transcript;
+use blindjoin_core::finish;
 use blindjoin_core::item::{Item, items_from_records};
+use blindjoin_core::transport::LinkConfig;
 use blindjoin_psi::{Protocol, RunOptions};
 use rayon::prelude::*;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-
-/// How the party reaches its peer.
-#[derive(Debug)]
-pub enum Endpoint {
-    /// Listen on an address and accept one connection.
-    Listen(String),
-    /// Accept one connection on an already bound listener.
-    Listener(TcpListener),
-    /// Connect to an address.
-    Connect(String),
-}
-
-impl Endpoint {
-    /// Opens the connection, waiting at most `wait` for the peer.
-    pub fn open(self, wait: Duration, timeout: Duration) -> CliResult<TcpChannel> {
-        Ok(match self {
-            Endpoint::Listen(addr) => {
-                let l = TcpListener::bind(&addr).map_err(|e| {
-                    blindjoin_core::Error::io(format!("cannot listen on {addr}"), e)
-                })?;
-                if let Ok(a) = l.local_addr() {
-                    eprintln!(
-                        "listening on {a}, waiting up to {} s for the peer",
-                        wait.as_secs()
-                    );
-                }
-                TcpChannel::accept(&l, wait, timeout)?
-            }
-            Endpoint::Listener(l) => TcpChannel::accept(&l, wait, timeout)?,
-            Endpoint::Connect(addr) => TcpChannel::connect(&addr, wait, timeout)?,
-        })
-    }
-}
+use std::sync::Arc;
+use std::time::Instant;
 
 /// The role on the command line, with the receiver's output file.
 #[derive(Debug, Clone)]
@@ -70,6 +40,8 @@ pub struct FileParty<'a> {
     pub role: CliRole,
     /// How to reach the peer.
     pub endpoint: Endpoint,
+    /// TLS or plain TCP, and the time limits.
+    pub link: LinkConfig,
     /// Input file.
     pub input: &'a Path,
     /// CSV key column, or `None` for one key per line.
@@ -80,12 +52,30 @@ pub struct FileParty<'a> {
     pub protocol: &'static Protocol,
     /// Protocol options (progress included).
     pub opts: RunOptions,
-    /// How long to wait for the peer to connect or accept.
-    pub wait: Duration,
-    /// I/O timeout.
-    pub timeout: Duration,
+    /// The largest peer set accepted; `None` for max(2^20, 4 × our distinct keys).
+    pub max_peer_size: Option<u64>,
     /// Whether this process runs only this party (so its CPU time is this party's).
     pub alone_in_process: bool,
+}
+
+/// How keys were prepared, as handshake parameters: both parties must have normalised alike.
+fn key_params(n: &Normalizer) -> Vec<(String, String)> {
+    let kind = format!("{:?}", n.kind).to_lowercase();
+    let mut v = vec![("normalize".to_owned(), kind)];
+    if n.kind == crate::normalize::Normalize::Phone {
+        v.push((
+            "country_code".to_owned(),
+            n.country_code.clone().unwrap_or_else(|| "none".into()),
+        ));
+    }
+    v
+}
+
+/// The default bound on the peer's set size: what a data owner would accept without thinking
+/// twice, max(2^20, 4 × our own set size). A larger claim lets a fake receiver test that many
+/// guesses against the sender's set in one run.
+pub fn default_max_peer_size(own: usize) -> u64 {
+    (1u64 << 20).max(4 * own as u64)
 }
 
 /// Maps the distinct keys to items, in parallel.
@@ -96,10 +86,13 @@ pub fn items_of(keys: &[Vec<u8>]) -> Vec<Item> {
 }
 
 /// Runs one party on a file (see the module doc) and returns its report. The receiver's output
-/// file is written only after the protocol succeeded, atomically.
+/// file is put in place only after the protocol and the final confirmation succeeded.
 pub fn run_file_party(p: FileParty<'_>) -> CliResult<(RunReport, Table, Option<Vec<usize>>)> {
-    // Parameters the protocol would refuse are refused before reading or connecting.
+    // What would fail late is refused before reading or connecting.
     blindjoin_psi::check_security(p.protocol, &p.opts)?;
+    if let CliRole::Receiver { output: Some(out) } = &p.role {
+        check_output(out, &[p.input])?;
+    }
     let start = Instant::now();
     let mut phases = Vec::new();
     let table = read_table(&InputSpec {
@@ -111,22 +104,25 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<(RunReport, Table, Option<V
     let items = items_of(&table.keys);
     let t = lap(&mut phases, "hash items", t);
 
-    let ch = p.endpoint.open(p.wait, p.timeout)?;
+    let mut opts = p.opts.clone();
+    opts.key_params = key_params(&p.normalizer);
+    opts.max_peer_set_size = p
+        .max_peer_size
+        .unwrap_or_else(|| default_max_peer_size(items.len()));
+    let link = p.endpoint.open(&p.link)?;
     lap(&mut phases, "connect", t);
-    let mut ch = Metered::new(ch);
+    let mut ch = Transcript::new(Metered::new(link));
     let mut rng = rand::rng();
     let (session, proto_phases, indices) = match &p.role {
         CliRole::Receiver { .. } => {
-            let out = p.protocol.receive(&mut ch, &items, &p.opts, &mut rng)?;
+            let out = p.protocol.receive(&mut ch, &items, &opts, &mut rng)?;
             (out.session, out.phases, Some(out.indices))
         }
         CliRole::Sender => {
-            let out = p.protocol.send(&mut ch, &items, &p.opts, &mut rng)?;
+            let out = p.protocol.send(&mut ch, &items, &opts, &mut rng)?;
             (out.session, out.phases, None)
         }
     };
-    let traffic = ch.traffic();
-    drop(ch);
     for (name, secs) in proto_phases.0 {
         phases.push(Phase {
             name: name.to_owned(),
@@ -138,18 +134,39 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<(RunReport, Table, Option<V
     let intersection = match (&p.role, &indices) {
         (CliRole::Receiver { output }, Some(idx)) => {
             let rows = table.rows_of_keys(idx);
-            if let Some(path) = output {
-                write_rows(path, &table, &rows)?;
+            let prepared: Option<Prepared> = match output {
+                Some(path) => match prepare_rows(path, &table, &rows) {
+                    Ok(prep) => Some(prep),
+                    Err(e) => {
+                        // The sender learns that the run failed; our error is the one to show.
+                        let _ = finish::receiver_confirm(&mut ch, Some(&e.to_string()));
+                        return Err(e);
+                    }
+                },
+                None => None,
+            };
+            finish::receiver_confirm(&mut ch, None)?;
+            if let Some(prep) = prepared {
+                if let Err(e) = prep.persist() {
+                    let _ = finish::receiver_final(&mut ch, Some(&e.to_string()));
+                    return Err(e);
+                }
                 lap(&mut phases, "write output", t);
             }
+            finish::receiver_final(&mut ch, None)?;
             Some(IntersectionStats {
                 distinct_keys: idx.len() as u64,
                 rows: rows.len() as u64,
                 output: output.as_ref().map(|o| o.display().to_string()),
             })
         }
-        _ => None,
+        _ => {
+            finish::sender_confirm(&mut ch)?;
+            None
+        }
     };
+    let traffic = ch.get_ref().traffic();
+    drop(ch);
     let report = RunReport {
         protocol: p.protocol.name,
         security: format!("{}: {}", p.protocol.security, p.protocol.assumptions),
@@ -190,7 +207,6 @@ pub fn run_options(o: &PartyOpts) -> RunOptions {
     RunOptions {
         lambda: o.lambda,
         expected_peer_set_size: o.expect_peer_size,
-        max_peer_set_size: o.max_peer_size,
         allow_weak: o.allow_weak,
         ..RunOptions::default()
     }
@@ -198,19 +214,7 @@ pub fn run_options(o: &PartyOpts) -> RunOptions {
 
 /// `blindjoin send` and `blindjoin receive`.
 pub fn run_cli(o: &PartyOpts, role: CliRole) -> CliResult<()> {
-    let endpoint = match (&o.listen, &o.connect) {
-        (Some(l), None) => Endpoint::Listen(l.clone()),
-        (None, Some(c)) => Endpoint::Connect(c.clone()),
-        _ => {
-            return Err(CliError::Usage(
-                "give exactly one of --listen and --connect".into(),
-            ));
-        }
-    };
-    let normalizer = Normalizer {
-        kind: o.normalize,
-        country_code: o.country_code.clone(),
-    };
+    let endpoint = o.net.endpoint()?;
     if let Some(cc) = &o.country_code
         && (cc.is_empty() || !cc.bytes().all(|b| b.is_ascii_digit()) || cc.len() > 3)
     {
@@ -218,6 +222,24 @@ pub fn run_cli(o: &PartyOpts, role: CliRole) -> CliResult<()> {
             "--country-code must be 1 to 3 digits, not `{cc}`"
         )));
     }
+    let normalizer = Normalizer {
+        kind: o.normalize,
+        country_code: o.country_code.clone(),
+    };
+    if let Some(json) = &o.json {
+        let mut inputs = vec![o.input.as_path()];
+        if let CliRole::Receiver { output: Some(out) } = &role {
+            if out == json {
+                return Err(CliError::Usage(format!(
+                    "{}: given as both --output and --json",
+                    json.display()
+                )));
+            }
+            inputs.push(out);
+        }
+        check_output(json, &inputs)?;
+    }
+    let link = o.net.link_config()?;
     if o.allow_weak && o.lambda < blindjoin_psi::MIN_LAMBDA {
         eprintln!(
             "warning: λ = {} is below {}: false matches and failed runs have probability up to \
@@ -234,16 +256,25 @@ pub fn run_cli(o: &PartyOpts, role: CliRole) -> CliResult<()> {
     };
     let mut opts = run_options(o);
     opts.progress = Some(bars.party(label));
+    if matches!(role, CliRole::Sender) {
+        let b = bars.clone();
+        opts.on_session = Some(Arc::new(move |s| {
+            b.println(&format!(
+                "the receiver announced {} distinct keys; running the protocol",
+                s.receiver_size
+            ));
+        }));
+    }
     let result = run_file_party(FileParty {
         role,
         endpoint,
+        link,
         input: &o.input,
         column: o.column.as_deref(),
         normalizer,
         protocol: o.protocol,
         opts,
-        wait: Duration::from_secs(o.wait),
-        timeout: Duration::from_secs(o.timeout),
+        max_peer_size: o.max_peer_size,
         alone_in_process: true,
     });
     bars.clear();

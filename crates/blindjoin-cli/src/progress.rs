@@ -6,8 +6,10 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 /// A set of progress bars on stderr (hidden when stderr is not a terminal).
+#[derive(Clone)]
 pub struct Bars {
     multi: MultiProgress,
+    drawn: bool,
 }
 
 impl Default for Bars {
@@ -19,13 +21,22 @@ impl Default for Bars {
 impl Bars {
     /// Bars on stderr if it is a terminal, nothing otherwise.
     pub fn new() -> Self {
-        let target = if std::io::stderr().is_terminal() {
+        let drawn = std::io::stderr().is_terminal();
+        let target = if drawn {
             ProgressDrawTarget::stderr()
         } else {
             ProgressDrawTarget::hidden()
         };
         Bars {
             multi: MultiProgress::with_draw_target(target),
+            drawn,
+        }
+    }
+
+    /// Prints a line on stderr above the bars.
+    pub fn println(&self, line: &str) {
+        if !self.drawn || self.multi.println(line).is_err() {
+            eprintln!("{line}");
         }
     }
 

@@ -18,7 +18,14 @@ fn bin() -> Command {
 fn spawn_listener(args: &[&str]) -> (Child, String, BufReader<std::process::ChildStderr>) {
     let mut child = bin()
         .args(args)
-        .args(["--listen", "127.0.0.1:0", "--wait", "20", "--timeout", "20"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--deadline",
+            "60s",
+            "--idle-timeout",
+            "20s",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -353,14 +360,16 @@ fn every_registered_protocol_writes_the_exact_rows() {
 fn assert_one_line_error(out: &Output, needles: &[&str]) {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = err
+    // Notes (where it listens, what it waits for) may come first; the error is one last line.
+    let errors: Vec<&str> = err
         .lines()
-        .filter(|l| !l.starts_with("listening on"))
+        .filter(|l| l.starts_with("blindjoin: error: "))
         .collect();
-    assert_eq!(lines.len(), 1, "expected one error line, got: {err}");
-    assert!(lines[0].starts_with("blindjoin: error: "), "{err}");
+    assert_eq!(errors.len(), 1, "expected one error line, got: {err}");
+    assert_eq!(err.lines().last(), Some(errors[0]), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
     for n in needles {
-        assert!(lines[0].contains(n), "`{n}` missing from: {err}");
+        assert!(errors[0].contains(n), "`{n}` missing from: {err}");
     }
 }
 
@@ -374,8 +383,8 @@ fn bad_inputs_fail_with_one_line_before_connecting() {
         "receive",
         "--connect",
         "127.0.0.1:9",
-        "--wait",
-        "0",
+        "--deadline",
+        "1s",
         "--output",
         s(&out),
     ];
@@ -396,7 +405,10 @@ fn bad_inputs_fail_with_one_line_before_connecting() {
     std::fs::write(&csv, "id,email\n1,a@x.org\n").unwrap();
     let mut args = base.to_vec();
     args.extend(["--input", s(&csv), "--column", "email"]);
-    assert_one_line_error(&run(&args), &["cannot connect to 127.0.0.1:9"]);
+    assert_one_line_error(
+        &run(&args),
+        &["deadline passed while waiting for the peer to accept our connection"],
+    );
 
     let mut args = base.to_vec();
     args.extend([
@@ -478,17 +490,44 @@ fn protocol_mismatch_fails_both_sides_and_writes_nothing() {
 }
 
 #[test]
-fn a_peer_that_is_not_blindjoin_is_refused() {
+fn a_peer_that_is_not_blindjoin_is_dropped_and_the_listener_waits_for_the_right_one() {
     let dir = tempfile::tempdir().unwrap();
-    let (a, _) = generate(dir.path(), "20", "20", "5", "4");
+    let (a, b) = generate(dir.path(), "20", "20", "5", "4");
     let (recv, addr, err) = spawn_listener(&["receive", "--input", s(&a), "--column", "email"]);
     let mut sock = std::net::TcpStream::connect(&addr).unwrap();
     std::io::Write::write_all(&mut sock, &[16, 0, 0, 0]).unwrap();
     std::io::Write::write_all(&mut sock, b"GET / HTTP/1.1\r\n").unwrap();
+    let silent = std::net::TcpStream::connect(&addr).unwrap();
+    let out = run(&[
+        "send",
+        "--connect",
+        &addr,
+        "--input",
+        s(&b),
+        "--column",
+        "email",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let (ok, rerr) = finish(recv, err);
-    assert!(!ok);
-    assert!(rerr.contains("not a blindjoin endpoint"), "{rerr}");
-    drop(sock);
+    assert!(ok, "{rerr}");
+    let refusals: Vec<&str> = rerr
+        .lines()
+        .filter(|l| l.starts_with("refused a connection from 127.0.0.1:"))
+        .collect();
+    // The silent connection is still being given its 10 s when the right peer passes.
+    assert_eq!(refusals.len(), 1, "{rerr}");
+    assert!(
+        refusals[0].ends_with(
+            "malformed link hello from the peer: the peer is not a blindjoin endpoint of this \
+             version (it sent `GET / HTTP/1.1\\u{d}\\u{a}`)"
+        ),
+        "{rerr}"
+    );
+    drop((sock, silent));
 }
 
 #[test]

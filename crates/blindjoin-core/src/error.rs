@@ -25,14 +25,25 @@ pub enum Error {
         /// The message we were waiting for.
         during: &'static str,
     },
-    /// No data arrived (or could be sent) within the configured timeout.
-    #[error("timed out after {secs} s waiting for {during} (is the peer still running?)")]
+    /// No data arrived (or could be sent) within the idle timeout.
+    #[error(
+        "no data moved for {secs} s while waiting for {during} (idle timeout; is the peer still running?)"
+    )]
     Timeout {
         /// The message we were waiting for or sending.
         during: &'static str,
-        /// The timeout in seconds.
-        secs: u64,
+        /// The idle timeout in seconds.
+        secs: f64,
     },
+    /// The run's deadline passed.
+    #[error("the run's deadline passed while waiting for {during}")]
+    Deadline {
+        /// What we were waiting for or sending.
+        during: &'static str,
+    },
+    /// The secure channel could not be set up or broke (TLS, the peer's certificate).
+    #[error("TLS: {0}")]
+    Tls(String),
     /// The peer announced a frame longer than the message allows.
     #[error("the peer sent a {len}-byte frame for {message}; at most {max} bytes are allowed")]
     FrameTooLong {
@@ -75,6 +86,9 @@ pub enum Error {
     /// The peer's messages fail a consistency check of the protocol (a cheating or broken peer).
     #[error("the peer failed a protocol check: {0}")]
     CheckFailed(String),
+    /// The peer ended the run with an error after the protocol (it names its reason).
+    #[error("the peer failed: {0}")]
+    PeerFailed(String),
     /// A hashing structure could not hold the items (e.g. Cuckoo hashing found no placement);
     /// the message states the probability the parameters give this event.
     #[error("{0}")]

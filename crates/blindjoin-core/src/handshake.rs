@@ -13,16 +13,26 @@
 //! both report the same field). The peer's set size must lie within the caller's bound (and equal
 //! the expected size if one was given): every later length is checked against it.
 //!
-//! Those size checks are local, so each side then sends a one-frame verdict (`postcard` of
-//! `Option<String>`: `None` to go on, or the reason it refuses) and waits for the peer's: a
-//! party whose own checks pass but whose peer refused ends with [`Error::PeerRefused`], so no
-//! refusal leaves the other side running. A party that refuses sends its verdict and returns at
-//! once, without waiting for an answer.
+//! Those size checks are local, so each side then sends a one-frame verdict and waits for the
+//! peer's:
 //!
-//! The session id is `SHA-256(len-prefixed "blindjoin/session/v1" ‖ receiver's frame ‖ sender's
-//! frame)`: it binds both nonces and everything negotiated, and is mixed into the domain of every
-//! hash a protocol computes afterwards ([`Session::hasher`]), so values from one session are
-//! worthless in another.
+//! ```text
+//! verdict = postcard({ refusal: Option<String>, confirm: 32 bytes })
+//! confirm = SHA-256(len-prefixed "blindjoin/handshake-confirm/v2" ‖ session id)
+//! ```
+//!
+//! A party whose own checks pass but whose peer refused ends with [`Error::PeerRefused`], so no
+//! refusal leaves the other side running; a party that refuses sends its verdict and returns at
+//! once. If neither refuses, each compares the peer's `confirm` with its own: the two differ
+//! when a hello was changed in transit (the two sides then hold different transcripts) or when
+//! the parties sit on two different TLS connections joined by a relay, and both sides end with
+//! [`Error::CheckFailed`] before any protocol message.
+//!
+//! The session id is `SHA-256(len-prefixed "blindjoin/session/v2" ‖ receiver's frame ‖ sender's
+//! frame ‖ channel binding)`, where the channel binding is the TLS exporter value
+//! ([`Channel::binding`]; empty on plain TCP). It binds both nonces, everything negotiated and
+//! the connection, and is mixed into the domain of every hash a protocol computes afterwards
+//! ([`Session::hasher`]), so values from one session are worthless in another.
 
 use crate::channel::{Channel, FrameReceiver, FrameSender, recv_msg, send_msg};
 use crate::error::peer_text;
@@ -38,7 +48,7 @@ use std::fmt;
 pub const MAGIC: &[u8; 8] = b"BLINDJN\x01";
 
 /// Version of the wire format; a change of any message's encoding bumps it.
-pub const WIRE_VERSION: u16 = 1;
+pub const WIRE_VERSION: u16 = 2;
 
 const MAX_HELLO_LEN: usize = 8 << 10;
 
@@ -111,6 +121,12 @@ impl SessionConfig {
             expected_peer_set_size: None,
         }
     }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Verdict {
+    refusal: Option<String>,
+    confirm: [u8; 32],
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -324,27 +340,50 @@ pub fn handshake<C: Channel + ?Sized>(
         Ok(p) => p,
         Err(e) => {
             // Best effort: the peer may already be gone, and our own error is what we report.
-            let _ = send_msg(ch, MSG_VERDICT, &Some(e.to_string()));
+            let refusal = Verdict {
+                refusal: Some(e.to_string()),
+                confirm: [0; 32],
+            };
+            let _ = send_msg(ch, MSG_VERDICT, &refusal);
             return Err(e);
         }
     };
-    // A refusing peer may have hung up before our verdict arrives: its own verdict is then
-    // still ours to read, and it is the better explanation than the failed send.
-    let sent = send_msg(ch, MSG_VERDICT, &None::<String>);
-    match recv_msg::<Option<String>>(ch, MSG_VERDICT, MAX_HELLO_LEN)? {
-        Some(reason) => return Err(Error::PeerRefused(peer_text(&reason))),
-        None => sent?,
-    }
 
     let (recv_frame, send_frame, recv_hello, send_hello) = match cfg.role {
         Role::Receiver => (&our_frame, &peer_frame, &ours, &peer),
         Role::Sender => (&peer_frame, &our_frame, &peer, &ours),
     };
-    let mut h = domain_hasher(b"blindjoin/session/v1");
+    let mut h = domain_hasher(b"blindjoin/session/v2");
     update_prefixed(&mut h, recv_frame);
     update_prefixed(&mut h, send_frame);
+    update_prefixed(&mut h, &ch.binding().unwrap_or_default());
     let mut id = [0u8; 32];
     id.copy_from_slice(&h.finalize());
+    let mut c = domain_hasher(b"blindjoin/handshake-confirm/v2");
+    update_prefixed(&mut c, &id);
+    let confirm: [u8; 32] = c.finalize().into();
+
+    // A refusing peer may have hung up before our verdict arrives: its own verdict is then
+    // still ours to read, and it is the better explanation than the failed send.
+    let sent = send_msg(
+        ch,
+        MSG_VERDICT,
+        &Verdict {
+            refusal: None,
+            confirm,
+        },
+    );
+    let theirs = recv_msg::<Verdict>(ch, MSG_VERDICT, MAX_HELLO_LEN)?;
+    if let Some(reason) = theirs.refusal {
+        return Err(Error::PeerRefused(peer_text(&reason)));
+    }
+    sent?;
+    if theirs.confirm != confirm {
+        return Err(Error::CheckFailed(
+            "the two sides saw different handshakes: the messages were changed in transit, or              the connection is relayed between two TLS sessions"
+                .into(),
+        ));
+    }
     Ok(Session {
         id,
         role: cfg.role,

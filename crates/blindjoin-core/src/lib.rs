@@ -1,8 +1,12 @@
 //! blindjoin-core: what every blindjoin protocol stands on.
 //!
 //! - [`channel`]: the [`Channel`](channel::Channel) trait for length-prefixed frames, with TCP,
-//!   in-memory and metered implementations;
+//!   TLS, in-memory, metered and transcript-hashing implementations, under the run's time limits;
+//! - [`transport`]: opening the connection (TLS, the link hello, a listener that waits for the
+//!   right peer);
 //! - [`handshake`]: the session handshake that both parties run before any protocol message;
+//! - [`finish`]: the confirmation that ends a network run (same bytes seen on both sides, the
+//!   receiver's final verdict to the sender);
 //! - [`item`]: domain-separated hashing of input records to fixed-width [`Item`](item::Item)s;
 //! - [`error`]: the one error type of the library;
 //! - [`block`]: the 128-bit [`Block`] of the OT-extension layer and GF(2^128) arithmetic;
@@ -22,11 +26,13 @@ pub mod block;
 pub mod cache;
 pub mod channel;
 pub mod error;
+pub mod finish;
 pub mod handshake;
 pub mod item;
 pub mod prefix_hash;
 pub mod prg;
 pub mod sha256x;
+pub mod transport;
 pub mod transpose;
 
 pub use block::Block;

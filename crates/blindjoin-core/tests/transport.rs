@@ -3,8 +3,10 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::Error;
+use blindjoin_core::channel::clock::Limits;
 use blindjoin_core::channel::tcp::TcpChannel;
 use blindjoin_core::channel::{BulkReader, FrameReceiver, FrameSender, recv_msg, send_msg};
+use blindjoin_core::transport::{self, LinkConfig};
 
 /// The message name of the frames these tests send.
 const MSG: &str = "a test frame";
@@ -14,12 +16,27 @@ use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
-fn tcp_pair(timeout: Duration) -> (TcpChannel, TcpStream) {
+fn tcp_pair(limits: Limits) -> (TcpChannel, TcpStream) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let raw = TcpStream::connect(addr).unwrap();
-    let ch = TcpChannel::accept(&l, Duration::from_secs(5), timeout).unwrap();
-    (ch, raw)
+    let (s, _) = l.accept().unwrap();
+    (TcpChannel::new(s, limits).unwrap(), raw)
+}
+
+fn idle(d: Duration) -> Limits {
+    Limits::idle_only(d)
+}
+
+fn plain() -> LinkConfig {
+    LinkConfig::plain(Limits::new(Duration::from_secs(10), Duration::from_secs(5)))
+}
+
+/// A listener and a connected peer over plain TCP, both past the link hello.
+fn link_pair() -> (TcpListener, String) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    (l, addr)
 }
 
 /// Frame lengths on both sides of the sender's direct-write threshold (16 KiB), small frames
@@ -33,17 +50,15 @@ fn pattern(len: usize) -> Vec<u8> {
 
 #[test]
 fn tcp_frames_round_trip_in_order() {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap().to_string();
+    let (l, addr) = link_pair();
     let t = std::thread::spawn(move || {
-        let mut c =
-            TcpChannel::connect(&addr, Duration::from_secs(5), Duration::from_secs(5)).unwrap();
+        let mut c = transport::connect(&addr, &plain(), &mut |_| {}).unwrap();
         for &len in LENS {
             c.send(MSG, &pattern(len)).unwrap();
         }
         c.recv("ack", 3).unwrap()
     });
-    let mut s = TcpChannel::accept(&l, Duration::from_secs(5), Duration::from_secs(5)).unwrap();
+    let mut s = transport::accept(&l, &plain(), &mut |_| {}).unwrap();
     for &len in LENS {
         assert_eq!(
             s.recv("frame", 1 << 20).unwrap(),
@@ -57,17 +72,15 @@ fn tcp_frames_round_trip_in_order() {
 
 #[test]
 fn tcp_recv_into_reuses_one_buffer_for_frames_of_every_size() {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap().to_string();
+    let (l, addr) = link_pair();
     let t = std::thread::spawn(move || {
-        let mut c =
-            TcpChannel::connect(&addr, Duration::from_secs(5), Duration::from_secs(5)).unwrap();
+        let mut c = transport::connect(&addr, &plain(), &mut |_| {}).unwrap();
         for &len in LENS.iter().chain(LENS.iter().rev()) {
             c.send(MSG, &pattern(len)).unwrap();
         }
         c.send(MSG, &[7u8; 40000]).unwrap();
     });
-    let mut s = TcpChannel::accept(&l, Duration::from_secs(5), Duration::from_secs(5)).unwrap();
+    let mut s = transport::accept(&l, &plain(), &mut |_| {}).unwrap();
     let mut buf = vec![0xffu8; 123];
     for &len in LENS.iter().chain(LENS.iter().rev()) {
         s.recv_into("frame", 1 << 20, &mut buf).unwrap();
@@ -87,7 +100,7 @@ fn tcp_recv_into_reuses_one_buffer_for_frames_of_every_size() {
 
 #[test]
 fn tcp_overlong_announced_frame_is_refused_before_reading() {
-    let (mut ch, mut raw) = tcp_pair(Duration::from_secs(5));
+    let (mut ch, mut raw) = tcp_pair(idle(Duration::from_secs(5)));
     // Announce 4 GiB - 1 and send nothing more: the receiver must not try to allocate or wait.
     raw.write_all(&u32::MAX.to_le_bytes()).unwrap();
     let e = ch.recv("points", 1000).unwrap_err();
@@ -107,7 +120,7 @@ fn tcp_overlong_announced_frame_is_refused_before_reading() {
 
 #[test]
 fn tcp_peer_closing_mid_frame_is_peer_closed() {
-    let (mut ch, mut raw) = tcp_pair(Duration::from_secs(5));
+    let (mut ch, mut raw) = tcp_pair(idle(Duration::from_secs(5)));
     raw.write_all(&100u32.to_le_bytes()).unwrap();
     raw.write_all(&[7; 10]).unwrap();
     drop(raw);
@@ -117,7 +130,7 @@ fn tcp_peer_closing_mid_frame_is_peer_closed() {
 
 #[test]
 fn tcp_silent_peer_times_out() {
-    let (mut ch, _raw) = tcp_pair(Duration::from_millis(200));
+    let (mut ch, _raw) = tcp_pair(idle(Duration::from_millis(200)));
     let e = ch.recv("hello message", 1000).unwrap_err();
     assert!(
         matches!(
@@ -137,16 +150,45 @@ fn tcp_connection_refused_is_a_clear_error() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
     };
-    let e = TcpChannel::connect(
-        &format!("127.0.0.1:{port}"),
-        Duration::ZERO,
+    // Nobody listens: the connector says so once and retries until the deadline.
+    let short = LinkConfig::plain(Limits::new(
+        Duration::from_millis(500),
         Duration::from_secs(1),
-    )
+    ));
+    let mut lines = Vec::new();
+    let e = transport::connect(&format!("127.0.0.1:{port}"), &short, &mut |l| {
+        lines.push(l.to_owned())
+    })
     .unwrap_err();
-    assert!(e.to_string().contains("cannot connect to 127.0.0.1"), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::Deadline {
+                during: "the peer to accept our connection"
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with(&format!(
+        "nobody accepts connections at 127.0.0.1:{port} yet"
+    )));
+    // Nobody connects: the listener ends at its deadline.
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let e = TcpChannel::accept(&l, Duration::from_millis(100), Duration::from_secs(1)).unwrap_err();
-    assert!(matches!(e, Error::Timeout { .. }), "{e}");
+    let short = LinkConfig::plain(Limits::new(
+        Duration::from_millis(100),
+        Duration::from_secs(1),
+    ));
+    let e = transport::accept(&l, &short, &mut |_| {}).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Deadline {
+                during: "a peer to connect"
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]
@@ -306,6 +348,7 @@ fn peer_text_in_errors_is_escaped() {
     // A verdict that refuses with such a reason.
     let mut verdict = vec![1u8, evil.len() as u8];
     verdict.extend_from_slice(evil.as_bytes());
+    verdict.extend_from_slice(&[0; 32]);
     let (re, _) = run_two_party(
         |ch| handshake(ch, &cfg(Role::Receiver, 5), &mut rng(1)),
         |ch| {

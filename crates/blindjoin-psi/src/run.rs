@@ -39,7 +39,16 @@ pub struct RunOptions {
     /// The base OT under the protocols' OT extensions (both parties must choose the same; the
     /// handshake compares it).
     pub base_ot: BaseOt,
+    /// How the caller prepared its keys (normalisation), as handshake parameters: a difference
+    /// would make equal records hash to different items, so the handshake refuses it.
+    pub key_params: Vec<(String, String)>,
+    /// Called once the handshake has succeeded, before any protocol message (e.g. to show the
+    /// peer's set size).
+    pub on_session: Option<SessionHook>,
 }
+
+/// A callback given the session right after the handshake.
+pub type SessionHook = Arc<dyn Fn(&Session) + Send + Sync>;
 
 /// The base OT a protocol runs under its OT extension.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,6 +126,8 @@ impl Default for RunOptions {
             progress: None,
             allow_weak: false,
             base_ot: BaseOt::default(),
+            key_params: Vec::new(),
+            on_session: None,
         }
     }
 }
@@ -130,6 +141,7 @@ impl std::fmt::Debug for RunOptions {
             .field("expected_peer_set_size", &self.expected_peer_set_size)
             .field("allow_weak", &self.allow_weak)
             .field("base_ot", &self.base_ot)
+            .field("key_params", &self.key_params)
             .finish_non_exhaustive()
     }
 }
@@ -141,8 +153,9 @@ impl RunOptions {
         protocol: &str,
         role: Role,
         set_size: usize,
-        params: Vec<(String, String)>,
+        mut params: Vec<(String, String)>,
     ) -> SessionConfig {
+        params.extend(self.key_params.iter().cloned());
         SessionConfig {
             protocol: protocol.to_owned(),
             role,
@@ -150,7 +163,9 @@ impl RunOptions {
             kappa: self.kappa,
             lambda: self.lambda,
             params,
-            max_peer_set_size: self.max_peer_set_size,
+            // No protocol handles more items than the hashing layer indexes: a larger claim is
+            // the peer's to explain, refused in the handshake.
+            max_peer_set_size: self.max_peer_set_size.min(crate::hashing::MAX_ITEMS as u64),
             expected_peer_set_size: self.expected_peer_set_size,
         }
     }
@@ -262,6 +277,9 @@ impl<'a> Run<'a> {
         let params = (p.params)(opts);
         let cfg = opts.session_config(p.name, role, set_size, params);
         let session = handshake(ch, &cfg, rng)?;
+        if let Some(hook) = &opts.on_session {
+            hook(&session);
+        }
         let mut run = Run {
             session,
             opts,

@@ -59,7 +59,7 @@ impl FrameReceiver for MemoryReceiver {
         let frame = self.rx.recv_timeout(self.timeout).map_err(|e| match e {
             RecvTimeoutError::Timeout => Error::Timeout {
                 during: what,
-                secs: self.timeout.as_secs(),
+                secs: self.timeout.as_secs_f64(),
             },
             RecvTimeoutError::Disconnected => Error::PeerClosed { during: what },
         })?;

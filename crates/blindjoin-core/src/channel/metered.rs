@@ -196,6 +196,10 @@ impl<C: Channel> FrameReceiver for Metered<C> {
 }
 
 impl<C: Channel> Channel for Metered<C> {
+    fn binding(&self) -> Option<[u8; 32]> {
+        self.inner.binding()
+    }
+
     fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
         let (rx, tx) = self.inner.split();
         let counters = &self.counters;

@@ -12,12 +12,18 @@
 //! A [`Channel`] can be [split](Channel::split) into a receiving and a sending half, so a
 //! protocol can stream its own messages while a second thread drains the peer's: neither party
 //! then blocks on a full socket buffer while the other computes. Transports are pluggable: TCP
-//! ([`tcp`]), in-memory ([`memory`]), and the byte-counting wrapper [`metered`] over any of them;
-//! TLS is one more implementation of the same traits.
+//! ([`tcp`]), TLS 1.3 with pinned peers ([`tls`]), in-memory ([`memory`]), and the wrappers
+//! [`metered`] (counts bytes by message) and [`transcript`] (hashes everything, for the run's
+//! final confirmation) over any of them. Network channels live under the run's time
+//! [`clock::Limits`], and a receive allocates only as the payload's bytes arrive, whatever the
+//! frame's header announced.
 
+pub mod clock;
 pub mod memory;
 pub mod metered;
 pub mod tcp;
+pub mod tls;
+pub mod transcript;
 
 use crate::{Error, Result};
 use serde::{Serialize, de::DeserializeOwned};
@@ -59,6 +65,39 @@ pub trait FrameReceiver: Send {
 pub trait Channel: FrameSender + FrameReceiver {
     /// Borrows the two directions separately, so that one thread can receive while another sends.
     fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>);
+
+    /// A value both ends of this connection derive and no relay between two connections can
+    /// make equal (TLS exporter keying material, RFC 8446 §7.5), or `None` for a transport
+    /// without one (plain TCP, in-memory). The handshake binds it into the session id.
+    fn binding(&self) -> Option<[u8; 32]> {
+        None
+    }
+}
+
+/// Reads the rest of a `len`-byte payload into `buf` (which may already hold its first bytes),
+/// growing `buf` only as bytes arrive: a header that announces a large frame commits no memory
+/// until its payload comes.
+pub(crate) fn read_payload(
+    r: &mut impl std::io::Read,
+    buf: &mut Vec<u8>,
+    len: usize,
+) -> std::io::Result<()> {
+    const FIRST_STEP: usize = 1 << 16;
+    while buf.len() < len {
+        let have = buf.len();
+        // Within capacity the buffer is already ours; beyond it, at most double what arrived.
+        let step = if buf.capacity() >= len {
+            len - have
+        } else {
+            (len - have).min(have.max(FIRST_STEP))
+        };
+        buf.resize(have + step, 0);
+        if let Err(e) = r.read_exact(&mut buf[have..]) {
+            buf.truncate(have);
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 impl<T: FrameSender + ?Sized> FrameSender for &mut T {
@@ -103,11 +142,17 @@ impl<T: Channel + ?Sized> Channel for &mut T {
     fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
         (**self).split()
     }
+    fn binding(&self) -> Option<[u8; 32]> {
+        (**self).binding()
+    }
 }
 
 impl<T: Channel + ?Sized> Channel for Box<T> {
     fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
         (**self).split()
+    }
+    fn binding(&self) -> Option<[u8; 32]> {
+        (**self).binding()
     }
 }
 

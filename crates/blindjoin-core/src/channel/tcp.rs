@@ -1,14 +1,17 @@
-//! Plain TCP channel (std::net, blocking, with read and write timeouts).
+//! Plain TCP channel (std::net, blocking, under the run's [`Limits`]).
 //!
-//! Plain TCP carries no authentication or secrecy of its own; use it on loopback, in tests, or
-//! inside a network you trust. Frames are written whole and flushed at once (`TCP_NODELAY`), so
-//! no frame waits in a buffer while the sender computes.
+//! Plain TCP carries no authentication or secrecy of its own: anyone on the path can read and
+//! change the bytes. Use it on loopback, in tests, or inside a network you trust; between
+//! organisations use [`tls`](super::tls). Frames are written whole and flushed at once
+//! (`TCP_NODELAY`), so no frame waits in a buffer while the sender computes.
+//!
+//! Connections are opened by [`transport`](crate::transport), which also runs the link hello.
 
-use super::{Channel, FRAME_HEADER_LEN, FrameReceiver, FrameSender, check_frame_len};
+use super::clock::{Clocked, Limits, map_io};
+use super::{Channel, FRAME_HEADER_LEN, FrameReceiver, FrameSender, check_frame_len, read_payload};
 use crate::{Error, Result};
 use std::io::{self, BufRead, BufReader, BufWriter, ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
-use std::time::{Duration, Instant};
+use std::net::{SocketAddr, TcpStream};
 
 const BUF_LEN: usize = 1 << 18;
 
@@ -20,15 +23,13 @@ const DIRECT_LEN: usize = 1 << 14;
 /// The receiving half of a [`TcpChannel`].
 #[derive(Debug)]
 pub struct TcpReceiver {
-    stream: BufReader<TcpStream>,
-    timeout: Duration,
+    stream: BufReader<Clocked>,
 }
 
 /// The sending half of a [`TcpChannel`].
 #[derive(Debug)]
 pub struct TcpSender {
-    stream: BufWriter<TcpStream>,
-    timeout: Duration,
+    stream: BufWriter<Clocked>,
 }
 
 /// A framed channel over one TCP connection.
@@ -39,89 +40,28 @@ pub struct TcpChannel {
     peer: Option<SocketAddr>,
 }
 
-fn map_io(err: io::Error, during: &'static str, timeout: Duration) -> Error {
-    match err.kind() {
-        ErrorKind::WouldBlock | ErrorKind::TimedOut => Error::Timeout {
-            during,
-            secs: timeout.as_secs(),
-        },
-        ErrorKind::UnexpectedEof
-        | ErrorKind::ConnectionReset
-        | ErrorKind::ConnectionAborted
-        | ErrorKind::BrokenPipe => Error::PeerClosed { during },
-        _ => Error::io(format!("network error during {during}"), err),
-    }
-}
-
 impl TcpChannel {
-    /// Wraps a connected stream; every read and write waits at most `timeout`.
-    pub fn new(stream: TcpStream, timeout: Duration) -> Result<Self> {
+    /// Wraps a connected stream; every read and write waits as `limits` allow.
+    pub fn new(stream: TcpStream, limits: Limits) -> Result<Self> {
         let setup = |e| Error::io("cannot configure the TCP connection", e);
         stream.set_nodelay(true).map_err(setup)?;
-        stream.set_read_timeout(Some(timeout)).map_err(setup)?;
-        stream.set_write_timeout(Some(timeout)).map_err(setup)?;
         let peer = stream.peer_addr().ok();
         let write_half = stream.try_clone().map_err(setup)?;
         Ok(TcpChannel {
             rx: TcpReceiver {
-                stream: BufReader::with_capacity(BUF_LEN, stream),
-                timeout,
+                stream: BufReader::with_capacity(BUF_LEN, Clocked::new(stream, limits)),
             },
             tx: TcpSender {
-                stream: BufWriter::with_capacity(BUF_LEN, write_half),
-                timeout,
+                stream: BufWriter::with_capacity(BUF_LEN, Clocked::new(write_half, limits)),
             },
             peer,
         })
     }
 
-    /// Connects to `addr`, retrying a refused connection until `wait` has passed (the peer may
-    /// not be listening yet).
-    pub fn connect(addr: &str, wait: Duration, timeout: Duration) -> Result<Self> {
-        let addrs: Vec<SocketAddr> = addr
-            .to_socket_addrs()
-            .map_err(|e| Error::io(format!("cannot resolve {addr}"), e))?
-            .collect();
-        let deadline = Instant::now() + wait;
-        loop {
-            let mut last = io::Error::new(ErrorKind::NotFound, "no address");
-            for a in &addrs {
-                match TcpStream::connect_timeout(a, timeout) {
-                    Ok(s) => return TcpChannel::new(s, timeout),
-                    Err(e) => last = e,
-                }
-            }
-            let retry = matches!(last.kind(), ErrorKind::ConnectionRefused);
-            if !retry || Instant::now() >= deadline {
-                return Err(Error::io(format!("cannot connect to {addr}"), last));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Accepts one connection on `listener`, waiting at most `wait`.
-    pub fn accept(listener: &TcpListener, wait: Duration, timeout: Duration) -> Result<Self> {
-        let setup = |e| Error::io("cannot wait for a connection", e);
-        listener.set_nonblocking(true).map_err(setup)?;
-        let deadline = Instant::now() + wait;
-        loop {
-            match listener.accept() {
-                Ok((s, _)) => {
-                    s.set_nonblocking(false).map_err(setup)?;
-                    return TcpChannel::new(s, timeout);
-                }
-                Err(e) if e.kind() == ErrorKind::WouldBlock => {
-                    if Instant::now() >= deadline {
-                        return Err(Error::Timeout {
-                            during: "a peer to connect",
-                            secs: wait.as_secs(),
-                        });
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(e) => return Err(setup(e)),
-            }
-        }
+    /// Replaces the time limits (after the listener's checks of a candidate peer).
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.rx.stream.get_mut().set_limits(limits);
+        self.tx.stream.get_mut().set_limits(limits);
     }
 
     /// The peer's address, if the socket knows it.
@@ -137,25 +77,29 @@ impl FrameSender for TcpSender {
             reason: format!("{} bytes do not fit one frame", frame.len()),
         })?;
         let header: [u8; FRAME_HEADER_LEN] = len.to_le_bytes();
-        let timeout = self.timeout;
+        let limits = *self.stream.get_ref().limits();
         if frame.len() >= DIRECT_LEN {
             return self
                 .stream
                 .flush()
                 .and_then(|()| write_all_vectored(self.stream.get_mut(), &header, frame))
-                .map_err(|e| map_io(e, "a send", timeout));
+                .map_err(|e| map_io(e, "a send", &limits));
         }
         self.stream
             .write_all(&header)
             .and_then(|()| self.stream.write_all(frame))
             .and_then(|()| self.stream.flush())
-            .map_err(|e| map_io(e, "a send", timeout))
+            .map_err(|e| map_io(e, "a send", &limits))
     }
 
     fn close(&mut self) {
         // Best effort: the connection may already be gone, which is what we want anyway.
         let _ = self.stream.flush();
-        let _ = self.stream.get_ref().shutdown(std::net::Shutdown::Write);
+        let _ = self
+            .stream
+            .get_ref()
+            .get_ref()
+            .shutdown(std::net::Shutdown::Write);
     }
 }
 
@@ -187,24 +131,24 @@ impl FrameReceiver for TcpReceiver {
     }
 
     fn recv_into(&mut self, what: &'static str, max_len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        let limits = *self.stream.get_ref().limits();
         let mut header = [0u8; FRAME_HEADER_LEN];
         self.stream
             .read_exact(&mut header)
-            .map_err(|e| map_io(e, what, self.timeout))?;
+            .map_err(|e| map_io(e, what, &limits))?;
         let len = check_frame_len(what, u32::from_le_bytes(header).into(), max_len)?;
         buf.clear();
-        buf.resize(len, 0);
         let read = if len >= DIRECT_LEN {
             // What is buffered, then the rest straight from the socket (no copy through the
             // buffer).
             let have = self.stream.buffer().len().min(len);
-            buf[..have].copy_from_slice(&self.stream.buffer()[..have]);
+            buf.extend_from_slice(&self.stream.buffer()[..have]);
             self.stream.consume(have);
-            self.stream.get_mut().read_exact(&mut buf[have..])
+            read_payload(self.stream.get_mut(), buf, len)
         } else {
-            self.stream.read_exact(buf)
+            read_payload(&mut self.stream, buf, len)
         };
-        read.map_err(|e| map_io(e, what, self.timeout))
+        read.map_err(|e| map_io(e, what, &limits))
     }
 }
 

@@ -1,0 +1,130 @@
+//! The confirmation that ends every run over a network: both parties check that they saw the
+//! same bytes, and the receiver's final verdict reaches the sender.
+//!
+//! ```text
+//! receiver                                              sender
+//!   (protocol done; output prepared, not yet in place)
+//!   confirmation { failure, sent digest, received digest } ──▶  compare with own digests
+//!   compare with own digests ◀── confirmation { failure, sent digest, received digest }
+//!   (output put in place)
+//!   final verdict { failure } ──────────────────────────────▶  exit 0 only on success
+//! ```
+//!
+//! The digests come from [`Transcript`]: on plain TCP they cover every frame of the run, so a
+//! frame changed, dropped, duplicated or reordered in transit makes both parties fail here
+//! instead of the receiver silently getting a wrong result; on TLS they are zero (the record
+//! layer authenticates every byte). A party that fails says why in its message, and the peer
+//! ends with [`Error::PeerFailed`].
+//!
+//! One limit is inherent (the two generals' problem): the receiver's final verdict is the last
+//! message, so if it is lost or altered the sender fails while the receiver has already
+//! succeeded. The order is chosen so that the party that writes the output is never the one
+//! left uncertain: the receiver writes only after both digests agreed.
+
+use crate::channel::transcript::{Digests, Transcript};
+use crate::channel::{Channel, recv_msg, send_msg};
+use crate::error::peer_text;
+use crate::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// Name of the confirmation message (one frame each way).
+pub const MSG_CONFIRMATION: &str = "run confirmation";
+
+/// Name of the receiver's final verdict (one frame, receiver to sender).
+pub const MSG_FINAL_VERDICT: &str = "receiver's final verdict";
+
+const MAX_LEN: usize = 1024;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Confirmation {
+    failure: Option<String>,
+    sent: [u8; 32],
+    received: [u8; 32],
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct FinalVerdict {
+    failure: Option<String>,
+}
+
+fn confirmation(d: Digests, failure: Option<String>) -> Confirmation {
+    Confirmation {
+        failure,
+        sent: d.sent,
+        received: d.received,
+    }
+}
+
+fn mismatch() -> Error {
+    Error::CheckFailed(
+        "the two sides saw different messages: the connection changed, dropped or repeated data \
+         in transit"
+            .into(),
+    )
+}
+
+/// Cuts a local error to a line short enough for the peer.
+fn reason(e: &str) -> String {
+    e.chars().take(300).collect()
+}
+
+/// The receiver's first step: sends its confirmation (with `failure` if its own run failed,
+/// e.g. the output could not be prepared) and checks the sender's. On `Ok` the caller puts its
+/// output in place and then calls [`receiver_final`].
+pub fn receiver_confirm<C: Channel>(ch: &mut Transcript<C>, failure: Option<&str>) -> Result<()> {
+    let ours = ch.digests();
+    send_msg(
+        ch,
+        MSG_CONFIRMATION,
+        &confirmation(ours, failure.map(reason)),
+    )?;
+    if failure.is_some() {
+        // Our own error is what the caller reports; the sender learns it from our message.
+        return Ok(());
+    }
+    let theirs: Confirmation = recv_msg(ch, MSG_CONFIRMATION, MAX_LEN)?;
+    if let Some(f) = theirs.failure {
+        return Err(Error::PeerFailed(peer_text(&f)));
+    }
+    if theirs.sent != ours.received || theirs.received != ours.sent {
+        return Err(mismatch());
+    }
+    Ok(())
+}
+
+/// The receiver's last message: its final verdict (`None` once its output is in place).
+pub fn receiver_final<C: Channel>(ch: &mut C, failure: Option<&str>) -> Result<()> {
+    send_msg(
+        ch,
+        MSG_FINAL_VERDICT,
+        &FinalVerdict {
+            failure: failure.map(reason),
+        },
+    )
+}
+
+/// The sender's side of the exchange (see the module doc): `Ok` only if the digests agree and
+/// the receiver's final verdict is a success.
+pub fn sender_confirm<C: Channel>(ch: &mut Transcript<C>) -> Result<()> {
+    let ours = ch.digests();
+    let theirs: Confirmation = recv_msg(ch, MSG_CONFIRMATION, MAX_LEN)?;
+    if let Some(f) = theirs.failure {
+        return Err(Error::PeerFailed(peer_text(&f)));
+    }
+    if theirs.sent != ours.received || theirs.received != ours.sent {
+        let e = mismatch();
+        // Best effort: the receiver learns why; our own error is what we report.
+        let _ = send_msg(
+            ch,
+            MSG_CONFIRMATION,
+            &confirmation(ours, Some(e.to_string())),
+        );
+        return Err(e);
+    }
+    send_msg(ch, MSG_CONFIRMATION, &confirmation(ours, None))?;
+    let last: FinalVerdict = recv_msg(ch, MSG_FINAL_VERDICT, MAX_LEN)?;
+    match last.failure {
+        Some(f) => Err(Error::PeerFailed(peer_text(&f))),
+        None => Ok(()),
+    }
+}

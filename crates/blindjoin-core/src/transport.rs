@@ -1,0 +1,334 @@
+//! Opening the connection between the two parties: TCP or TLS, the link hello, and a listener
+//! that waits for the right peer.
+//!
+//! ```text
+//! connector                                  listener
+//!   TCP connect (retried while refused) ───▶ accept
+//!   TLS 1.3 handshake, both certificates checked (pinned or CA)     [TLS only]
+//!   link hello "blindjoin/link/1"  ◀──────▶  link hello
+//! ```
+//!
+//! The listener keeps accepting until the run's deadline: a connection that fails TCP set-up,
+//! TLS, the certificate check or the link hello within [`LinkConfig::candidate_wait`] is
+//! reported through the caller's log (one line, peer text escaped) and dropped, and the next
+//! connection is tried. The first connection that passes becomes the channel, with the run's
+//! full limits. A connector does not retry after TLS or the link hello fails: its peer was
+//! reached and refused.
+//!
+//! Everything after the link hello (the session handshake, the protocol) runs over the returned
+//! [`Link`]; a failure there ends the run.
+
+use crate::channel::clock::Limits;
+use crate::channel::tcp::TcpChannel;
+use crate::channel::tls::{TlsChannel, TlsConfig};
+use crate::channel::{Channel, FrameReceiver, FrameSender};
+use crate::error::peer_text;
+use crate::{Error, Result};
+use std::io::ErrorKind;
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The link hello: the first frame each way on every connection.
+pub const LINK_HELLO: &[u8] = b"blindjoin/link/1";
+
+/// Name of the link hello message.
+pub const MSG_LINK_HELLO: &str = "link hello";
+
+/// How a party connects.
+#[derive(Clone, Debug)]
+pub struct LinkConfig {
+    /// TLS settings, or `None` for plain TCP.
+    pub tls: Option<Arc<TlsConfig>>,
+    /// The run's time limits.
+    pub limits: Limits,
+    /// How long a candidate connection may take to pass TLS and the link hello.
+    pub candidate_wait: Duration,
+}
+
+impl LinkConfig {
+    /// Plain TCP under `limits`, candidates given 10 s.
+    pub fn plain(limits: Limits) -> Self {
+        LinkConfig {
+            tls: None,
+            limits,
+            candidate_wait: Duration::from_secs(10),
+        }
+    }
+
+    /// TLS with `tls` under `limits`, candidates given 10 s.
+    pub fn tls(tls: TlsConfig, limits: Limits) -> Self {
+        LinkConfig {
+            tls: Some(Arc::new(tls)),
+            limits,
+            candidate_wait: Duration::from_secs(10),
+        }
+    }
+}
+
+/// An open connection to the peer: plain TCP or TLS.
+#[derive(Debug)]
+pub enum Link {
+    /// Plain TCP.
+    Tcp(TcpChannel),
+    /// TLS 1.3.
+    Tls(TlsChannel),
+}
+
+impl Link {
+    fn set_limits(&mut self, limits: Limits) {
+        match self {
+            Link::Tcp(c) => c.set_limits(limits),
+            Link::Tls(c) => c.set_limits(limits),
+        }
+    }
+
+    /// Whether the link is TLS.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Link::Tls(_))
+    }
+}
+
+impl FrameSender for Link {
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+        match self {
+            Link::Tcp(c) => c.send(msg, frame),
+            Link::Tls(c) => c.send(msg, frame),
+        }
+    }
+
+    fn close(&mut self) {
+        match self {
+            Link::Tcp(c) => c.close(),
+            Link::Tls(c) => c.close(),
+        }
+    }
+}
+
+impl FrameReceiver for Link {
+    fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
+        match self {
+            Link::Tcp(c) => c.recv(what, max_len),
+            Link::Tls(c) => c.recv(what, max_len),
+        }
+    }
+
+    fn recv_into(&mut self, what: &'static str, max_len: usize, buf: &mut Vec<u8>) -> Result<()> {
+        match self {
+            Link::Tcp(c) => c.recv_into(what, max_len, buf),
+            Link::Tls(c) => c.recv_into(what, max_len, buf),
+        }
+    }
+}
+
+impl Channel for Link {
+    fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
+        match self {
+            Link::Tcp(c) => c.split(),
+            Link::Tls(c) => c.split(),
+        }
+    }
+
+    fn binding(&self) -> Option<[u8; 32]> {
+        match self {
+            Link::Tcp(c) => c.binding(),
+            Link::Tls(c) => c.binding(),
+        }
+    }
+}
+
+/// Exchanges link hellos on a fresh connection.
+fn link_hello(link: &mut Link) -> Result<()> {
+    link.send(MSG_LINK_HELLO, LINK_HELLO)?;
+    let peer = match link.recv(MSG_LINK_HELLO, 64) {
+        Ok(p) => p,
+        // A TLS record header (0x16 0x03 ..) read as a frame length: the peer speaks TLS.
+        Err(Error::FrameTooLong { len, .. }) if len & 0xffff == 0x0316 => {
+            return Err(Error::Tls(
+                "the peer speaks TLS and this side plain TCP (give both sides the same TLS \
+                 options)"
+                    .into(),
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    if peer != LINK_HELLO {
+        return Err(Error::malformed(
+            MSG_LINK_HELLO,
+            format!(
+                "the peer is not a blindjoin endpoint of this version (it sent `{}`)",
+                peer_text(&String::from_utf8_lossy(&peer))
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// TLS (if configured) and the link hello on a connected stream, under `limits`.
+fn open(
+    stream: TcpStream,
+    cfg: &LinkConfig,
+    server_name: Option<&str>,
+    limits: Limits,
+) -> Result<Link> {
+    let mut link = match (&cfg.tls, server_name) {
+        (None, _) => Link::Tcp(TcpChannel::new(stream, limits)?),
+        (Some(tls), Some(name)) => Link::Tls(TlsChannel::client(stream, tls, name, limits)?),
+        (Some(tls), None) => Link::Tls(TlsChannel::server(stream, tls, limits)?),
+    };
+    link_hello(&mut link)?;
+    Ok(link)
+}
+
+/// Connects to `addr`, retrying while nobody listens there, until the deadline; then TLS and
+/// the link hello. `log` receives one line when the first attempt is refused.
+pub fn connect(addr: &str, cfg: &LinkConfig, log: &mut dyn FnMut(&str)) -> Result<Link> {
+    let addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|e| Error::io(format!("cannot resolve {addr}"), e))?
+        .collect();
+    let host = addr
+        .rsplit_once(':')
+        .map_or(addr, |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let mut told = false;
+    loop {
+        let mut last = std::io::Error::new(ErrorKind::NotFound, "no address");
+        for a in &addrs {
+            let wait = cfg
+                .limits
+                .next_wait()
+                .ok_or(Error::Deadline {
+                    during: "the peer to accept our connection",
+                })?
+                .min(Duration::from_secs(10))
+                .max(Duration::from_millis(1));
+            match TcpStream::connect_timeout(a, wait) {
+                Ok(s) => return open(s, cfg, Some(host), cfg.limits),
+                Err(e) => last = e,
+            }
+        }
+        let retry = matches!(
+            last.kind(),
+            ErrorKind::ConnectionRefused | ErrorKind::TimedOut | ErrorKind::WouldBlock
+        );
+        if !retry {
+            return Err(Error::io(format!("cannot connect to {addr}"), last));
+        }
+        if cfg.limits.expired() {
+            return Err(Error::Deadline {
+                during: "the peer to accept our connection",
+            });
+        }
+        if !told {
+            log(&format!(
+                "nobody accepts connections at {addr} yet ({last}); retrying until the deadline"
+            ));
+            told = true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Lines of refused connections shown before the listener only counts them.
+const SHOWN_REFUSALS: u64 = 20;
+
+/// Candidate connections checked at once; more are closed at once (and counted as refused).
+const MAX_PENDING: usize = 64;
+
+/// Checks one accepted connection as a candidate peer: TLS and the link hello within the
+/// candidate wait. A candidate that runs out of that time (not the run's) is reported as a
+/// timeout of its own.
+fn check_candidate(s: TcpStream, cfg: &LinkConfig) -> Result<Link> {
+    let limits = cfg.limits.capped(cfg.candidate_wait);
+    s.set_nonblocking(false)
+        .map_err(|e| Error::io("cannot configure the connection", e))?;
+    match open(s, cfg, None, limits) {
+        Err(Error::Deadline { during }) if !cfg.limits.expired() => Err(Error::Timeout {
+            during,
+            secs: cfg.candidate_wait.as_secs_f64(),
+        }),
+        other => other,
+    }
+}
+
+/// Accepts connections on `listener` until one passes TLS and the link hello (see the module
+/// doc), or the deadline passes. Candidates are checked concurrently, so a connection that
+/// stays silent does not delay the right peer; refused candidates are reported through `log`.
+pub fn accept(listener: &TcpListener, cfg: &LinkConfig, log: &mut dyn FnMut(&str)) -> Result<Link> {
+    let setup = |e| Error::io("cannot wait for a connection", e);
+    listener.set_nonblocking(true).map_err(setup)?;
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<(SocketAddr, Result<Link>)>();
+    let mut pending = 0usize;
+    let mut refused = 0u64;
+    let mut last_refusal = String::new();
+    let mut refuse = |from: SocketAddr, e: &Error, refused: &mut u64| {
+        *refused += 1;
+        last_refusal = e.to_string();
+        if *refused <= SHOWN_REFUSALS || refused.is_multiple_of(1000) {
+            log(&format!(
+                "refused a connection from {from}: {e}{}",
+                if *refused == SHOWN_REFUSALS {
+                    " (further refusals are counted, one line per 1000)"
+                } else {
+                    ""
+                }
+            ));
+        }
+    };
+    loop {
+        // Results of the candidates checked so far.
+        while let Ok((from, result)) = done_rx.try_recv() {
+            pending -= 1;
+            match result {
+                Ok(mut link) => {
+                    link.set_limits(cfg.limits);
+                    return Ok(link);
+                }
+                Err(e) => refuse(from, &e, &mut refused),
+            }
+        }
+        match listener.accept() {
+            Ok((s, from)) => {
+                if pending >= MAX_PENDING {
+                    drop(s);
+                    let e = Error::Tls(format!(
+                        "{MAX_PENDING} connections are already being checked"
+                    ));
+                    refuse(from, &e, &mut refused);
+                    continue;
+                }
+                pending += 1;
+                let (cfg, tx) = (cfg.clone(), done_tx.clone());
+                std::thread::spawn(move || {
+                    // The listener may have returned already; then the candidate is dropped.
+                    let _ = tx.send((from, check_candidate(s, &cfg)));
+                });
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if cfg.limits.expired() && pending == 0 {
+                    if refused > 0 {
+                        return Err(Error::Tls(format!(
+                            "the run's deadline passed with no acceptable peer; {refused} \
+                             connection(s) refused, the last: {last_refusal}"
+                        )));
+                    }
+                    return Err(Error::Deadline {
+                        during: "a peer to connect",
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            // A connection that failed between the kernel's accept and ours (reset): go on.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::ConnectionAborted
+                        | ErrorKind::ConnectionReset
+                        | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(setup(e)),
+        }
+    }
+}

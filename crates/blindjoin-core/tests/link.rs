@@ -1,0 +1,283 @@
+//! Connections between parties: TLS 1.3 with pinned certificates both ways, the channel
+//! binding, a relay between two TLS sessions caught by the handshake, a listener that drops
+//! wrong, silent and garbage connections and still accepts the right peer, and the deadline
+//! against a peer that trickles bytes.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use blindjoin_core::Error;
+use blindjoin_core::channel::clock::Limits;
+use blindjoin_core::channel::tls::{Fingerprint, Identity, PeerCheck, TlsConfig};
+use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
+use blindjoin_core::handshake::{Role, SessionConfig, handshake};
+use blindjoin_core::transport::{self, Link, LinkConfig};
+use blindjoin_testkit::rng;
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+const MSG: &str = "a test frame";
+
+fn limits(total_ms: u64) -> Limits {
+    Limits::new(Duration::from_millis(total_ms), Duration::from_secs(5))
+}
+
+fn identity(name: &str) -> Identity {
+    Identity::generate(name).unwrap().0
+}
+
+fn tls(me: &Identity, peer: Fingerprint, total_ms: u64) -> LinkConfig {
+    let mut c = LinkConfig::tls(
+        TlsConfig::new(me, &PeerCheck::Pinned(peer)).unwrap(),
+        limits(total_ms),
+    );
+    c.candidate_wait = Duration::from_millis(500);
+    c
+}
+
+/// Runs `listen` on a fresh loopback listener and `connect` against it, in two threads.
+fn pair<A: Send, B: Send>(
+    listen: impl FnOnce(TcpListener) -> A + Send,
+    connect: impl FnOnce(String) -> B + Send,
+) -> (A, B) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    std::thread::scope(|s| {
+        let a = s.spawn(move || listen(l));
+        let b = connect(addr);
+        (a.join().unwrap(), b)
+    })
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|k| (k * 7 + len) as u8).collect()
+}
+
+#[test]
+fn pinned_tls_carries_frames_both_ways_at_once_with_one_binding() {
+    let (a, b) = (identity("a.example"), identity("b.example"));
+    let (fa, fb) = (a.fingerprint(), b.fingerprint());
+    let lens = [0usize, 1, 100, 16383, 16384, 1 << 17, 3, (1 << 20) + 5];
+    let run = |mut link: Link| {
+        assert!(link.is_tls());
+        let binding = link.binding().unwrap();
+        let (mut rx, mut tx) = link.split();
+        std::thread::scope(|s| {
+            let h = s.spawn(move || {
+                for &len in &lens {
+                    tx.send(MSG, &pattern(len)).unwrap();
+                }
+            });
+            for &len in &lens {
+                assert_eq!(rx.recv(MSG, 1 << 21).unwrap(), pattern(len), "{len} bytes");
+            }
+            h.join().unwrap();
+        });
+        binding
+    };
+    let (ba, bb) = pair(
+        |l| run(transport::accept(&l, &tls(&a, fb, 10_000), &mut |_| {}).unwrap()),
+        |addr| run(transport::connect(&addr, &tls(&b, fa, 10_000), &mut |_| {}).unwrap()),
+    );
+    assert_eq!(ba, bb);
+}
+
+#[test]
+fn a_wrong_pin_is_refused_by_both_sides_before_any_message() {
+    let (a, b, c) = (identity("a"), identity("b"), identity("c"));
+    // The connector pins c but meets a.
+    let mut log = Vec::new();
+    let (le, ce) = pair(
+        |l| {
+            transport::accept(&l, &tls(&a, b.fingerprint(), 1500), &mut |s| {
+                log.push(s.to_owned())
+            })
+        },
+        |addr| transport::connect(&addr, &tls(&b, c.fingerprint(), 1500), &mut |_| {}),
+    );
+    let ce = ce.unwrap_err().to_string();
+    assert_eq!(
+        ce,
+        format!(
+            "TLS: the peer's certificate is {}, not the pinned {}",
+            a.fingerprint(),
+            c.fingerprint()
+        )
+    );
+    let le = le.unwrap_err().to_string();
+    assert!(
+        le.starts_with(
+            "TLS: the run's deadline passed with no acceptable peer; 1 connection(s) refused"
+        ),
+        "{le}"
+    );
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert!(
+        log[0].contains("refused a connection from 127.0.0.1:"),
+        "{log:?}"
+    );
+
+    // The listener pins c but meets b: the connector learns that its certificate was refused.
+    let (le, ce) = pair(
+        |l| transport::accept(&l, &tls(&a, c.fingerprint(), 1500), &mut |_| {}),
+        |addr| transport::connect(&addr, &tls(&b, a.fingerprint(), 1500), &mut |_| {}),
+    );
+    assert_eq!(
+        ce.unwrap_err().to_string(),
+        "TLS: the peer refused our certificate (is it the one the peer pinned?)"
+    );
+    assert!(le.unwrap_err().to_string().contains("not the pinned"));
+}
+
+#[test]
+fn a_relay_between_two_tls_sessions_is_caught_by_the_handshake() {
+    // M holds a certificate that both A and B accept, and joins A's connection to B's.
+    let (a, b, m) = (identity("a"), identity("b"), identity("m"));
+    let fm = m.fingerprint();
+    let l_b = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr_b = l_b.local_addr().unwrap().to_string();
+    let l_m = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr_m = l_m.local_addr().unwrap().to_string();
+    let cfg = |role| SessionConfig::new("ecdh", role, 10);
+    std::thread::scope(|s| {
+        let hb = s.spawn(|| {
+            let mut link = transport::accept(&l_b, &tls(&b, fm, 10_000), &mut |_| {}).unwrap();
+            handshake(&mut link, &cfg(Role::Sender), &mut rng(2))
+        });
+        s.spawn(|| {
+            let mut from_a =
+                transport::accept(&l_m, &tls(&m, a.fingerprint(), 10_000), &mut |_| {}).unwrap();
+            let mut to_b =
+                transport::connect(&addr_b, &tls(&m, b.fingerprint(), 10_000), &mut |_| {})
+                    .unwrap();
+            // Hellos, then verdicts, passed on unchanged.
+            for _ in 0..2 {
+                let x = from_a.recv(MSG, 1 << 16).unwrap();
+                to_b.send(MSG, &x).unwrap();
+                let y = to_b.recv(MSG, 1 << 16).unwrap();
+                from_a.send(MSG, &y).unwrap();
+            }
+        });
+        let mut link = transport::connect(&addr_m, &tls(&a, fm, 10_000), &mut |_| {}).unwrap();
+        let ra = handshake(&mut link, &cfg(Role::Receiver), &mut rng(1));
+        let rb = hb.join().unwrap();
+        for r in [ra, rb] {
+            let e = r.unwrap_err();
+            assert!(matches!(e, Error::CheckFailed(_)), "{e}");
+            assert!(
+                e.to_string().contains("relayed between two TLS sessions"),
+                "{e}"
+            );
+        }
+    });
+}
+
+#[test]
+fn the_listener_drops_garbage_silent_and_plain_connections_then_accepts_the_peer() {
+    let (a, b) = (identity("a"), identity("b"));
+    let mut log = Vec::new();
+    let (link, ()) = pair(
+        |l| {
+            transport::accept(&l, &tls(&a, b.fingerprint(), 20_000), &mut |s| {
+                log.push(s.to_owned())
+            })
+        },
+        |addr| {
+            // 30 connections that send garbage, 30 that close at once, one that stays silent,
+            // one that speaks plain TCP.
+            for k in 0..60 {
+                let mut s = TcpStream::connect(&addr).unwrap();
+                if k % 2 == 0 {
+                    let _ = s.write_all(b"GET / HTTP/1.1\r\n\r\n");
+                }
+            }
+            let _silent = TcpStream::connect(&addr).unwrap();
+            let plain = LinkConfig::plain(limits(3000));
+            assert!(transport::connect(&addr, &plain, &mut |_| {}).is_err());
+            let mut link =
+                transport::connect(&addr, &tls(&b, a.fingerprint(), 20_000), &mut |_| {}).unwrap();
+            link.send(MSG, b"hi").unwrap();
+        },
+    );
+    let mut link = link.unwrap();
+    assert_eq!(link.recv(MSG, 10).unwrap(), b"hi");
+    assert!(log.len() >= 20, "{}", log.len());
+    assert!(
+        log.iter()
+            .all(|l| l.starts_with("refused a connection from 127.0.0.1:") && !l.contains('\n'))
+    );
+    assert!(log[19].ends_with("(further refusals are counted, one line per 1000)"));
+}
+
+#[test]
+fn a_plain_listener_names_a_tls_peer() {
+    let (a, b) = (identity("a"), identity("b"));
+    let mut log = Vec::new();
+    let (le, _) = pair(
+        |l| {
+            transport::accept(&l, &LinkConfig::plain(limits(1500)), &mut |s| {
+                log.push(s.to_owned())
+            })
+        },
+        |addr| transport::connect(&addr, &tls(&b, a.fingerprint(), 1500), &mut |_| {}),
+    );
+    assert!(le.is_err());
+    assert!(
+        log[0].ends_with("TLS: the peer speaks TLS and this side plain TCP (give both sides the same TLS options)"),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn a_trickling_peer_is_stopped_by_the_deadline() {
+    let (l, addr) = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap().to_string();
+        (l, a)
+    };
+    let start = Instant::now();
+    let (r, ()) = pair(
+        move |_unused| {
+            let (s, _) = l.accept().unwrap();
+            let mut ch = blindjoin_core::channel::tcp::TcpChannel::new(
+                s,
+                Limits::new(Duration::from_millis(1200), Duration::from_millis(400)),
+            )
+            .unwrap();
+            ch.recv("tags", 1 << 20)
+        },
+        move |_| {
+            let mut s = TcpStream::connect(&addr).unwrap();
+            // Announce 1 MiB, then one byte every 100 ms: never idle, never done.
+            s.write_all(&(1u32 << 20).to_le_bytes()).unwrap();
+            for _ in 0..20 {
+                if s.write_all(&[1]).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        },
+    );
+    let e = r.unwrap_err();
+    assert!(matches!(e, Error::Deadline { during: "tags" }), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn fingerprints_parse_as_written_by_keygen_and_openssl() {
+    let id = identity("x");
+    let f = id.fingerprint();
+    let s = f.to_string();
+    assert!(s.starts_with("sha256:") && s.len() == 7 + 64);
+    assert_eq!(s.parse::<Fingerprint>().unwrap(), f);
+    let colons =
+        f.0.iter()
+            .map(|b| format!("{b:02X}"))
+            .collect::<Vec<_>>()
+            .join(":");
+    assert_eq!(
+        format!("SHA256:{colons}").parse::<Fingerprint>().unwrap(),
+        f
+    );
+    assert!("sha256:abcd".parse::<Fingerprint>().is_err());
+    assert!("md5:00".parse::<Fingerprint>().is_err());
+}
