@@ -16,16 +16,16 @@ fn bin() -> Command {
 
 /// Starts a party that listens on an ephemeral loopback port; returns it and the address.
 fn spawn_listener(args: &[&str]) -> (Child, String, BufReader<std::process::ChildStderr>) {
+    // A deadline of 60 s unless the test gives its own.
+    let limits: &[&str] = if args.contains(&"--deadline") {
+        &["--idle-timeout", "20s"]
+    } else {
+        &["--deadline", "60s", "--idle-timeout", "20s"]
+    };
     let mut child = bin()
         .args(args)
-        .args([
-            "--listen",
-            "127.0.0.1:0",
-            "--deadline",
-            "60s",
-            "--idle-timeout",
-            "20s",
-        ])
+        .args(["--listen", "127.0.0.1:0"])
+        .args(limits)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -715,4 +715,331 @@ fn help_lists_every_protocol_of_the_registry() {
             }
         }
     }
+}
+
+/// `blindjoin keygen --out DIR/NAME`: the private key (mode 0600), the certificate, and the
+/// fingerprint printed on stdout.
+fn keygen(dir: &Path, name: &str) -> (PathBuf, PathBuf, String) {
+    let base = dir.join(name);
+    let out = run(&["keygen", "--out", s(&base)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fp = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (base.with_extension("key"), base.with_extension("crt"), fp)
+}
+
+#[test]
+fn keygen_writes_a_private_key_and_a_certificate_with_its_fingerprint() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, crt, fp) = keygen(dir.path(), "org-a");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    assert!(
+        std::fs::read_to_string(&key)
+            .unwrap()
+            .starts_with("-----BEGIN PRIVATE KEY-----")
+    );
+    let pem = std::fs::read_to_string(&crt).unwrap();
+    assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"));
+    // The fingerprint is SHA-256 of the certificate's DER, as `openssl x509 -fingerprint` shows.
+    let cert = blindjoin_core::channel::tls::load_cert(&crt).unwrap();
+    assert_eq!(
+        fp,
+        blindjoin_core::channel::tls::Fingerprint::of(&cert).to_string()
+    );
+    // An existing identity is never overwritten by accident.
+    let again = run(&["keygen", "--out", s(&dir.path().join("org-a"))]);
+    assert_one_line_error(&again, &["org-a.key: exists; give --force to replace it"]);
+}
+
+#[test]
+fn pinned_tls_parties_join_and_a_wrong_pin_is_refused_on_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "300", "300", "70", "9");
+    let (ka, ca, fa) = keygen(dir.path(), "a");
+    let (kb, cb, fb) = keygen(dir.path(), "b");
+    let (_, _, fc) = keygen(dir.path(), "c");
+    let out = dir.path().join("out.csv");
+    let recv_tls = [
+        "--tls-cert",
+        s(&ca),
+        "--tls-key",
+        s(&ka),
+        "--peer-fingerprint",
+        &fb,
+    ];
+    let mut rargs = vec![
+        "receive",
+        "--input",
+        s(&a),
+        "--column",
+        "email",
+        "--normalize",
+        "email",
+        "--output",
+        s(&out),
+    ];
+    rargs.extend(recv_tls);
+    let mut sargs = vec![
+        "send",
+        "--input",
+        s(&b),
+        "--column",
+        "email",
+        "--normalize",
+        "email",
+    ];
+    sargs.extend([
+        "--tls-cert",
+        s(&cb),
+        "--tls-key",
+        s(&kb),
+        "--peer-cert",
+        s(&ca),
+    ]);
+    run_pair(&rargs, &sargs);
+    let (_, rows) = read_csv(&out);
+    assert_eq!(rows, expected_email_rows(&a, &b));
+    std::fs::remove_file(&out).unwrap();
+
+    // The sender pins c: it refuses a's certificate and exits at once; the receiver logs the
+    // refused connection and ends at its deadline; no protocol message was sent.
+    let mut rshort = rargs.clone();
+    rshort.extend(["--deadline", "3s"]);
+    let (child, addr, err) = spawn_listener(&rshort);
+    let mut wrong = vec![
+        "send",
+        "--connect",
+        &addr,
+        "--input",
+        s(&b),
+        "--column",
+        "email",
+    ];
+    wrong.extend([
+        "--tls-cert",
+        s(&cb),
+        "--tls-key",
+        s(&kb),
+        "--peer-fingerprint",
+        &fc,
+    ]);
+    let sent = run(&wrong);
+    assert_one_line_error(
+        &sent,
+        &[&format!(
+            "TLS: the peer's certificate is {fa}, not the pinned {fc}"
+        )],
+    );
+    let (ok, rerr) = finish(child, err);
+    assert!(!ok);
+    assert!(
+        rerr.contains("refused a connection from 127.0.0.1:"),
+        "{rerr}"
+    );
+    assert!(
+        rerr.lines().last().unwrap().starts_with(
+            "blindjoin: error: TLS: the run's deadline passed with no acceptable peer; 1 connection(s) refused"
+        ),
+        "{rerr}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn plain_tcp_off_loopback_needs_plaintext_and_tls_options_must_be_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = generate(dir.path(), "20", "20", "5", "4");
+    let base = ["send", "--input", s(&a), "--column", "email"];
+    let mut args = base.to_vec();
+    args.extend(["--listen", "0.0.0.0:0"]);
+    assert_one_line_error(
+        &run(&args),
+        &["0.0.0.0:0 is not a loopback address, so the connection needs TLS"],
+    );
+    let (key, crt, _) = keygen(dir.path(), "me");
+    let mut args = base.to_vec();
+    args.extend([
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        s(&crt),
+        "--tls-key",
+        s(&key),
+    ]);
+    assert_one_line_error(
+        &run(&args),
+        &["TLS needs the peer to accept: give --peer-fingerprint"],
+    );
+    let mut args = base.to_vec();
+    args.extend([
+        "--connect",
+        "127.0.0.1:9",
+        "--tls-cert",
+        s(&crt),
+        "--tls-key",
+        s(&key),
+        "--peer-fingerprint",
+        "sha256:00",
+    ]);
+    let out = run(&args);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a certificate fingerprint"));
+    // --plaintext off loopback warns, then runs (here it finds nobody before its deadline).
+    let mut args = base.to_vec();
+    args.extend([
+        "--connect",
+        "192.0.2.1:9",
+        "--plaintext",
+        "--deadline",
+        "1s",
+    ]);
+    let out = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("warning: --plaintext: the connection to 192.0.2.1:9 is neither encrypted nor authenticated"), "{err}");
+    assert!(!out.status.success());
+}
+
+#[test]
+fn a_normalisation_difference_is_refused_in_the_handshake() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "50", "50", "10", "5");
+    let out = dir.path().join("out.csv");
+    let (o, ok, lerr) = listen_and_connect(
+        &[
+            "receive",
+            "--input",
+            s(&a),
+            "--column",
+            "email",
+            "--normalize",
+            "email",
+            "--output",
+            s(&out),
+        ],
+        &["send", "--input", s(&b), "--column", "email"],
+    );
+    assert_one_line_error(
+        &o,
+        &["parameter mismatch on `normalize`: ours is none, the peer's is email"],
+    );
+    assert!(!ok);
+    assert!(
+        lerr.contains("parameter mismatch on `normalize`: ours is email, the peer's is none"),
+        "{lerr}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn output_problems_are_found_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = generate(dir.path(), "20", "20", "5", "4");
+    // Nobody listens at 127.0.0.1:9: each case must fail on its own, long before the deadline.
+    let base = [
+        "receive",
+        "--connect",
+        "127.0.0.1:9",
+        "--deadline",
+        "30s",
+        "--input",
+        s(&a),
+        "--column",
+        "email",
+    ];
+    let started = std::time::Instant::now();
+    let missing = dir.path().join("no/such/dir/out.csv");
+    let mut args = base.to_vec();
+    args.extend(["--output", s(&missing)]);
+    assert_one_line_error(
+        &run(&args),
+        &["no/such/dir/out.csv: the directory", "does not exist"],
+    );
+    let mut args = base.to_vec();
+    args.extend(["--output", s(&a)]);
+    assert_one_line_error(&run(&args), &["is also an input of this run"]);
+    let json = dir.path().join("nodir/report.json");
+    let out = dir.path().join("out.csv");
+    let mut args = base.to_vec();
+    args.extend(["--output", s(&out), "--json", s(&json)]);
+    assert_one_line_error(&run(&args), &["nodir/report.json: the directory"]);
+    assert!(!out.exists());
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+#[test]
+fn a_hello_changed_in_transit_fails_both_sides_before_the_protocol() {
+    // A relay flips the last byte of the sender's hello (its nonce): both parties see
+    // different transcripts and refuse.
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "40", "40", "10", "6");
+    let out = dir.path().join("out.csv");
+    let (child, addr, err) = spawn_listener(&[
+        "receive",
+        "--input",
+        s(&a),
+        "--column",
+        "email",
+        "--output",
+        s(&out),
+    ]);
+    let relay = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let relay_addr = relay.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let (mut down, _) = relay.accept().unwrap();
+        let mut up = std::net::TcpStream::connect(&addr).unwrap();
+        let (mut down2, mut up2) = (down.try_clone().unwrap(), up.try_clone().unwrap());
+        let back = std::thread::spawn(move || {
+            let _ = std::io::copy(&mut up2, &mut down2);
+        });
+        // Frames from the sender: link hello, then the hello, whose last byte is flipped.
+        let mut frame = |flip: bool| -> bool {
+            let mut h = [0u8; 4];
+            if down.read_exact(&mut h).is_err() {
+                return false;
+            }
+            let mut p = vec![0u8; u32::from_le_bytes(h) as usize];
+            if down.read_exact(&mut p).is_err() {
+                return false;
+            }
+            if flip {
+                *p.last_mut().unwrap() ^= 1;
+            }
+            up.write_all(&h).and_then(|()| up.write_all(&p)).is_ok()
+        };
+        frame(false);
+        frame(true);
+        let _ = std::io::copy(&mut down, &mut up);
+        let _ = up.shutdown(std::net::Shutdown::Write);
+        let _ = back.join();
+    });
+    let o = run(&[
+        "send",
+        "--connect",
+        &relay_addr,
+        "--input",
+        s(&b),
+        "--column",
+        "email",
+    ]);
+    assert_one_line_error(&o, &["the two sides saw different handshakes"]);
+    let (ok, rerr) = finish(child, err);
+    assert!(!ok);
+    assert!(
+        rerr.lines()
+            .last()
+            .unwrap()
+            .contains("the two sides saw different handshakes"),
+        "{rerr}"
+    );
+    assert!(!out.exists());
+    t.join().unwrap();
 }
