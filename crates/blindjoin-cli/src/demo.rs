@@ -218,6 +218,7 @@ fn print_summary(
     }
     let total = r.traffic.bytes_sent + r.traffic.bytes_received;
     let items = (r.own_set_size + s.own_set_size).max(1);
+    println!("  link:     TLS 1.3 over loopback, each party pinning the other's certificate");
     println!(
         "  traffic:  receiver→sender {}, sender→receiver {}, total {} ({:.1} bytes per item), {} rounds",
         human_bytes(r.traffic.bytes_sent),
