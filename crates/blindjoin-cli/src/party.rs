@@ -145,7 +145,11 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<(RunReport, Table, Option<V
                 },
                 None => None,
             };
-            finish::receiver_confirm(&mut ch, None)?;
+            if let Err(e) = finish::receiver_confirm(&mut ch, None) {
+                // The sender waits for our verdict: tell it why we stop (best effort).
+                let _ = finish::receiver_final(&mut ch, Some(&e.to_string()));
+                return Err(e.into());
+            }
             if let Some(prep) = prepared {
                 if let Err(e) = prep.persist() {
                     let _ = finish::receiver_final(&mut ch, Some(&e.to_string()));

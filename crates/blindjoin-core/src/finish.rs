@@ -6,9 +6,14 @@
 //!   (protocol done; output prepared, not yet in place)
 //!   confirmation { failure, sent digest, received digest } ──▶  compare with own digests
 //!   compare with own digests ◀── confirmation { failure, sent digest, received digest }
+//!   expect the end of the stream ◀──────────────────────────── close
 //!   (output put in place)
 //!   final verdict { failure } ──────────────────────────────▶  exit 0 only on success
+//!   close ──────────────────────────────────────────────────▶  expect the end of the stream
 //! ```
+//!
+//! Each party closes its direction after its last message and the other checks that nothing
+//! follows, so a frame repeated or added at the end of the run is an error too.
 //!
 //! The digests come from [`Transcript`]: on plain TCP they cover every frame of the run, so a
 //! frame changed, dropped, duplicated or reordered in transit makes both parties fail here
@@ -16,13 +21,15 @@
 //! layer authenticates every byte). A party that fails says why in its message, and the peer
 //! ends with [`Error::PeerFailed`].
 //!
-//! One limit is inherent (the two generals' problem): the receiver's final verdict is the last
-//! message, so if it is lost or altered the sender fails while the receiver has already
-//! succeeded. The order is chosen so that the party that writes the output is never the one
-//! left uncertain: the receiver writes only after both digests agreed.
+//! One limit is inherent (the two generals' problem): the last message of a run can be lost or
+//! altered without its sender knowing. Here the receiver's last frames (its final verdict, or a
+//! copy of its confirmation injected after it) reach the sender after the receiver has finished:
+//! if they are altered, the sender fails while the receiver has its complete, checked output.
+//! The order is chosen so that the party that writes the output is never the one left
+//! uncertain: the receiver writes only after both digests agreed and the sender's stream ended.
 
 use crate::channel::transcript::{Digests, Transcript};
-use crate::channel::{Channel, recv_msg, send_msg};
+use crate::channel::{Channel, FrameSender, recv_msg, send_msg};
 use crate::error::peer_text;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -89,18 +96,33 @@ pub fn receiver_confirm<C: Channel>(ch: &mut Transcript<C>, failure: Option<&str
     if theirs.sent != ours.received || theirs.received != ours.sent {
         return Err(mismatch());
     }
-    Ok(())
+    expect_end(ch, MSG_CONFIRMATION)
 }
 
-/// The receiver's last message: its final verdict (`None` once its output is in place).
+/// Checks that the peer sends nothing after `last` (its stream ends).
+fn expect_end<C: Channel>(ch: &mut C, last: &'static str) -> Result<()> {
+    match ch.recv("the end of the peer's stream", MAX_LEN) {
+        Err(Error::PeerClosed { .. }) => Ok(()),
+        Ok(_) => Err(Error::malformed(
+            last,
+            "the peer sent another frame after its last message",
+        )),
+        Err(e) => Err(e),
+    }
+}
+
+/// The receiver's last message: its final verdict (`None` once its output is in place); then
+/// it closes its direction.
 pub fn receiver_final<C: Channel>(ch: &mut C, failure: Option<&str>) -> Result<()> {
-    send_msg(
+    let sent = send_msg(
         ch,
         MSG_FINAL_VERDICT,
         &FinalVerdict {
             failure: failure.map(reason),
         },
-    )
+    );
+    ch.close();
+    sent
 }
 
 /// The sender's side of the exchange (see the module doc): `Ok` only if the digests agree and
@@ -122,9 +144,11 @@ pub fn sender_confirm<C: Channel>(ch: &mut Transcript<C>) -> Result<()> {
         return Err(e);
     }
     send_msg(ch, MSG_CONFIRMATION, &confirmation(ours, None))?;
+    // Nothing more from us: the receiver checks that our stream ends here.
+    ch.close();
     let last: FinalVerdict = recv_msg(ch, MSG_FINAL_VERDICT, MAX_LEN)?;
-    match last.failure {
-        Some(f) => Err(Error::PeerFailed(peer_text(&f))),
-        None => Ok(()),
+    if let Some(f) = last.failure {
+        return Err(Error::PeerFailed(peer_text(&f)));
     }
+    expect_end(ch, MSG_FINAL_VERDICT)
 }
