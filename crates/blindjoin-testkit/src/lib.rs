@@ -5,8 +5,13 @@
 //! - [`sets_with_overlap`] makes two record sets with a chosen overlap, each shuffled
 //!   independently, and [`oracle`] computes the exact expected receiver indices;
 //! - [`Tamper`] wraps a channel and corrupts, truncates or drops one frame it sends, chosen by
-//!   the message's name ([`Target`]).
+//!   the message's name ([`Target`]);
+//! - [`relay::Relay`] sits between two real parties on TCP and injects one fault (a flipped
+//!   bit, a cut, a dropped, repeated, delayed or trickled frame, a disconnect) into frame k of
+//!   one direction.
 #![deny(missing_docs)]
+
+pub mod relay;
 
 use blindjoin_core::Result;
 use blindjoin_core::channel::memory::{MemoryChannel, memory_pair};

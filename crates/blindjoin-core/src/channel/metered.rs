@@ -8,6 +8,10 @@
 //! receives in one thread while it sends in another, flights interleave arbitrarily, so they
 //! count activity, not latency rounds; a protocol's rounds are a property of its message flow
 //! (`blindjoin_psi::Protocol::flights`).
+//!
+//! [`Metered::with_frame_log`] also keeps every frame's message name and payload length, in
+//! order per direction ([`Metered::frame_log`]), so a test can tell which frame on the wire
+//! carries which message.
 
 use super::{Channel, FRAME_HEADER_LEN, FrameReceiver, FrameSender};
 use crate::Result;
@@ -43,6 +47,18 @@ pub struct MessageTraffic {
 /// Traffic by message name.
 pub type ByMessage = BTreeMap<&'static str, MessageTraffic>;
 
+/// The direction of a frame, as the metered party sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Direction {
+    /// A frame this party sent.
+    Sent,
+    /// A frame this party received.
+    Received,
+}
+
+/// One frame of a [`Metered::frame_log`]: its direction, message name and payload length.
+pub type LoggedFrame = (Direction, &'static str, u64);
+
 #[derive(Debug, Default)]
 struct Counters {
     sent_by_message: Mutex<ByMessage>,
@@ -53,6 +69,8 @@ struct Counters {
     frames_received: AtomicU64,
     flights_sent: AtomicU64,
     sending: AtomicBool,
+    /// Every frame in order, if the log was asked for.
+    frame_log: Option<Mutex<Vec<LoggedFrame>>>,
 }
 
 impl Counters {
@@ -64,6 +82,7 @@ impl Counters {
         if !self.sending.swap(true, Ordering::Relaxed) {
             self.flights_sent.fetch_add(1, Ordering::Relaxed);
         }
+        self.log(Direction::Sent, msg, len);
     }
 
     fn on_recv(&self, msg: &'static str, len: usize) {
@@ -72,6 +91,15 @@ impl Counters {
             .fetch_add((len + FRAME_HEADER_LEN) as u64, Ordering::Relaxed);
         self.frames_received.fetch_add(1, Ordering::Relaxed);
         self.sending.store(false, Ordering::Relaxed);
+        self.log(Direction::Received, msg, len);
+    }
+
+    fn log(&self, dir: Direction, msg: &'static str, len: usize) {
+        if let Some(log) = &self.frame_log {
+            log.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((dir, msg, len as u64));
+        }
     }
 }
 
@@ -99,6 +127,32 @@ impl<C> Metered<C> {
             inner,
             counters: Counters::default(),
         }
+    }
+
+    /// Wraps `inner` with zeroed counters and a log of every frame ([`Metered::frame_log`]).
+    pub fn with_frame_log(inner: C) -> Self {
+        Metered {
+            inner,
+            counters: Counters {
+                frame_log: Some(Mutex::new(Vec::new())),
+                ..Counters::default()
+            },
+        }
+    }
+
+    /// Every frame sent and received so far, in order within each direction, with its message
+    /// name and payload length (framing excluded); empty unless the channel was made with
+    /// [`Metered::with_frame_log`]. Frames of the two directions interleave as the two
+    /// directions' threads recorded them.
+    pub fn frame_log(&self) -> Vec<LoggedFrame> {
+        self.counters
+            .frame_log
+            .as_ref()
+            .map_or_else(Vec::new, |log| {
+                log.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .clone()
+            })
     }
 
     /// The traffic so far.
@@ -268,5 +322,38 @@ mod tests {
         assert_eq!((t.bytes_sent, t.frames_sent, t.flights_sent), (48, 4, 1));
         assert_eq!((t.bytes_received, t.frames_received), (11, 1));
         assert_eq!(framed_bytes(0, 3, 4), 0);
+        assert!(a.frame_log().is_empty());
+    }
+
+    #[test]
+    fn frame_log_names_every_frame_in_order() {
+        let (a, b) = memory_pair(Duration::from_secs(5));
+        let (mut a, mut b) = (Metered::with_frame_log(a), Metered::new(b));
+        send_elements(&mut a, "elements", &[1u8; 30], 3, 4).unwrap();
+        let mut reader = BulkReader::new("elements", 3, 10);
+        while reader.next_frame(&mut b).unwrap().is_some() {}
+        b.send("empty", &[]).unwrap();
+        b.send("reply", &[0; 7]).unwrap();
+        {
+            // The halves of a split channel log into the same place.
+            let (mut rx, _tx) = a.split();
+            rx.recv("empty", 0).unwrap();
+            let mut buf = Vec::new();
+            rx.recv_into("reply", 7, &mut buf).unwrap();
+        }
+        a.send("note", b"hi").unwrap();
+        use Direction::{Received, Sent};
+        assert_eq!(
+            a.frame_log(),
+            [
+                (Sent, "elements", 12),
+                (Sent, "elements", 12),
+                (Sent, "elements", 6),
+                (Received, "empty", 0),
+                (Received, "reply", 7),
+                (Sent, "note", 2),
+            ]
+        );
+        assert!(b.frame_log().is_empty());
     }
 }
