@@ -846,7 +846,7 @@ fn pinned_tls_parties_join_and_a_wrong_pin_is_refused_on_both_sides() {
     );
     assert!(
         rerr.lines().last().unwrap().starts_with(
-            "blindjoin: error: TLS: the run's deadline passed with no acceptable peer; 1 connection(s) refused"
+            "blindjoin: error: no acceptable peer connected before the run's deadline; 1 connection(s) refused"
         ),
         "{rerr}"
     );

@@ -55,63 +55,16 @@ const MAX_RSS_KIB: i64 = 200 * 1024;
 /// Rows of each generated input.
 const ROWS: &str = "200";
 
-/// Cases where the CLI or a protocol misbehaves (exit 0 after a fault, a hang, a panic, a
-/// two-line error): (protocol, or `*` for every protocol; message; direction; fault). They run
-/// like every other case and fail the matrix as long as they misbehave; once one behaves, the
-/// matrix fails until it is taken off this list.
-///
-/// All of them are faults on the last frames of a run, after the receiver has checked the
-/// transcript digests and put its output in place (`blindjoin_core::finish`):
-/// - any fault on the receiver's final verdict: the receiver exits 0 with its output written;
-///   the sender fails (flip, truncate, drop, delay, close) or also exits 0 (duplicate);
-/// - the sender's confirmation duplicated: the receiver never reads the copy; both exit 0;
-/// - the receiver's confirmation duplicated: the receiver exits 0 with its output written; the
-///   sender reads the copy as the final verdict and fails.
-const KNOWN_CLI_DEFECTS: &[(&str, &str, Direction, &str)] = &[
+/// Faults whose effect only the sender can see, after the receiver has finished: the
+/// receiver's final verdict (any fault) and a copy of the receiver's confirmation injected after
+/// it. Some message of a run has to come last, and its sender cannot learn whether it arrived
+/// (the two generals' problem; `blindjoin_core::finish` orders the run so that the receiver
+/// writes its output only after both digests agreed and the sender's stream ended). For these
+/// the expected outcome is exact: the receiver exits 0 with the complete, correct output, and
+/// the sender ends with one error line. Every other case must fail both parties.
+const AFTER_THE_RECEIVER_FINISHED: &[(&str, Direction, &str)] = &[
+    (finish::MSG_FINAL_VERDICT, Direction::ToConnector, "*"),
     (
-        "*",
-        finish::MSG_FINAL_VERDICT,
-        Direction::ToConnector,
-        "flip",
-    ),
-    (
-        "*",
-        finish::MSG_FINAL_VERDICT,
-        Direction::ToConnector,
-        "truncate",
-    ),
-    (
-        "*",
-        finish::MSG_FINAL_VERDICT,
-        Direction::ToConnector,
-        "drop",
-    ),
-    (
-        "*",
-        finish::MSG_FINAL_VERDICT,
-        Direction::ToConnector,
-        "duplicate",
-    ),
-    (
-        "*",
-        finish::MSG_FINAL_VERDICT,
-        Direction::ToConnector,
-        "delay",
-    ),
-    (
-        "*",
-        finish::MSG_FINAL_VERDICT,
-        Direction::ToConnector,
-        "close",
-    ),
-    (
-        "*",
-        finish::MSG_CONFIRMATION,
-        Direction::ToListener,
-        "duplicate",
-    ),
-    (
-        "*",
         finish::MSG_CONFIRMATION,
         Direction::ToConnector,
         "duplicate",
@@ -430,6 +383,8 @@ struct PairRun {
     relay: RelayReport,
     /// What the receiver's output directory holds afterwards.
     leftovers: Vec<String>,
+    /// The receiver's output rows, if it wrote the file.
+    output: Option<Vec<Vec<String>>>,
 }
 
 /// Runs a listening receiver and a sender that connects through a relay with `fault`.
@@ -460,11 +415,13 @@ fn run_through_relay(
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
+    let output = out.exists().then(|| read_csv(&out));
     Ok(PairRun {
         receiver,
         sender,
         relay,
         leftovers,
+        output,
     })
 }
 
@@ -655,6 +612,30 @@ fn problems(run: &PairRun) -> Vec<String> {
     p
 }
 
+/// What is wrong with a run whose fault only the sender can see: the receiver must exit 0 with
+/// exactly `expected` as its output, the sender must fail cleanly.
+fn problems_after_finish(run: &PairRun, expected: &[Vec<String>]) -> Vec<String> {
+    let mut p = run.sender.failure_problems();
+    if !matches!(run.receiver.exit, Exit::Code(0)) {
+        p.push(format!(
+            "the receiver did not exit 0 ({:?}): {}",
+            run.receiver.exit,
+            run.receiver.tail()
+        ));
+    }
+    p.extend(run.receiver.rss_problem());
+    if run.output.as_deref() != Some(expected) {
+        p.push("the receiver's output is not the clean run's".into());
+    }
+    if run.leftovers != ["out.csv"] {
+        p.push(format!("output directory holds {:?}", run.leftovers));
+    }
+    if !run.relay.applied {
+        p.push("the relay never saw the target frame (harness)".into());
+    }
+    p
+}
+
 /// Runs `jobs` on `WORKERS` threads, in order of the slice; results in the same order.
 fn pool<T: Sync, R: Send>(jobs: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     let next = AtomicUsize::new(0);
@@ -683,6 +664,7 @@ fn pool<T: Sync, R: Send>(jobs: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
 fn every_fault_on_every_message_ends_both_parties_with_one_error_line() {
     let start = Instant::now();
     let files = inputs();
+    let expected = expected_rows(&files);
     let protocols = blindjoin_psi::protocols::ALL;
     let calibrated = pool(protocols, |p| targets(p, &files));
     let mut cases = Vec::new();
@@ -713,9 +695,17 @@ fn every_fault_on_every_message_ends_both_parties_with_one_error_line() {
             frame: c.target.frame,
             fault: c.fault.1,
         };
+        let (_, message, dir, name) = c.key();
+        let after_finish = AFTER_THE_RECEIVER_FINISHED
+            .iter()
+            .any(|&(m, d, f)| m == message && d == dir && (f == "*" || f == name));
         match run_through_relay(c.protocol, &files, Some(fault), Timing::MATRIX) {
             Ok(run) => {
-                let p = problems(&run);
+                let p = if after_finish {
+                    problems_after_finish(&run, &expected)
+                } else {
+                    problems(&run)
+                };
                 let detail = format!(
                     "receiver: {:?}: {}\n        sender: {:?}: {}",
                     run.receiver.exit,
@@ -730,20 +720,10 @@ fn every_fault_on_every_message_ends_both_parties_with_one_error_line() {
     });
     let wall = start.elapsed();
 
-    let mut unexpected = Vec::new();
-    let mut known = Vec::new();
-    let mut fixed = Vec::new();
+    let mut failed = Vec::new();
     for (c, (p, detail)) in cases.iter().zip(&outcomes) {
-        let (protocol, message, dir, fault) = c.key();
-        let listed = KNOWN_CLI_DEFECTS.iter().any(|&(p, m, d, f)| {
-            (p == "*" || p == protocol) && m == message && d == dir && f == fault
-        });
-        let line = format!("{}: {}\n        {detail}", c.label(), p.join("; "));
-        match (p.is_empty(), listed) {
-            (false, false) => unexpected.push(line),
-            (false, true) => known.push(line),
-            (true, true) => fixed.push(c.label()),
-            (true, false) => {}
+        if !p.is_empty() {
+            failed.push(format!("{}: {}\n        {detail}", c.label(), p.join("; ")));
         }
     }
     eprintln!(
@@ -752,25 +732,11 @@ fn every_fault_on_every_message_ends_both_parties_with_one_error_line() {
         protocols.len(),
         wall.as_secs_f64()
     );
-    let mut report = String::new();
-    for (title, lines) in [
-        ("unexpected failures", &unexpected),
-        (
-            "known CLI defects (KNOWN_CLI_DEFECTS), still failing",
-            &known,
-        ),
-        (
-            "listed in KNOWN_CLI_DEFECTS but now passing: take them off the list",
-            &fixed,
-        ),
-    ] {
-        if !lines.is_empty() {
-            report.push_str(&format!("\n{title} ({}):\n", lines.len()));
-            for l in lines {
-                report.push_str(&format!("  {l}\n"));
-            }
-        }
-    }
+    let report = if failed.is_empty() {
+        String::new()
+    } else {
+        format!("{} cases failed:\n  {}", failed.len(), failed.join("\n  "))
+    };
     assert!(report.is_empty(), "{report}");
 }
 

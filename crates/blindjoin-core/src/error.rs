@@ -25,6 +25,22 @@ pub enum Error {
         /// The message we were waiting for.
         during: &'static str,
     },
+    /// The connection broke while we sent a message.
+    #[error("the connection broke while we sent {sending} (did the peer stop?)")]
+    SendFailed {
+        /// The message we were sending.
+        sending: &'static str,
+    },
+    /// A listener's deadline passed and every connection it received was refused.
+    #[error(
+        "no acceptable peer connected before the run's deadline; {refused} connection(s) refused, the last: {last}"
+    )]
+    NoAcceptablePeer {
+        /// Connections refused.
+        refused: u64,
+        /// Why the last one was refused.
+        last: String,
+    },
     /// No data arrived (or could be sent) within the idle timeout.
     #[error(
         "no data moved for {secs} s while waiting for {during} (idle timeout; is the peer still running?)"

@@ -380,7 +380,8 @@ pub fn handshake<C: Channel + ?Sized>(
     sent?;
     if theirs.confirm != confirm {
         return Err(Error::CheckFailed(
-            "the two sides saw different handshakes: the messages were changed in transit, or              the connection is relayed between two TLS sessions"
+            "the two sides saw different handshakes: the messages were changed in transit, or \
+             the connection is relayed between two TLS sessions"
                 .into(),
         ));
     }

@@ -309,10 +309,10 @@ pub fn accept(listener: &TcpListener, cfg: &LinkConfig, log: &mut dyn FnMut(&str
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
                 if cfg.limits.expired() && pending == 0 {
                     if refused > 0 {
-                        return Err(Error::Tls(format!(
-                            "the run's deadline passed with no acceptable peer; {refused} \
-                             connection(s) refused, the last: {last_refusal}"
-                        )));
+                        return Err(Error::NoAcceptablePeer {
+                            refused,
+                            last: last_refusal,
+                        });
                     }
                     return Err(Error::Deadline {
                         during: "a peer to connect",

@@ -106,7 +106,7 @@ fn a_wrong_pin_is_refused_by_both_sides_before_any_message() {
     let le = le.unwrap_err().to_string();
     assert!(
         le.starts_with(
-            "TLS: the run's deadline passed with no acceptable peer; 1 connection(s) refused"
+            "no acceptable peer connected before the run's deadline; 1 connection(s) refused"
         ),
         "{le}"
     );

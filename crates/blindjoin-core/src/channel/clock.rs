@@ -99,6 +99,14 @@ impl std::fmt::Display for DeadlinePassed {
 
 impl std::error::Error for DeadlinePassed {}
 
+/// Maps an I/O error of a send of message `msg` on a clocked socket to the library's error.
+pub fn map_send_io(err: io::Error, msg: &'static str, limits: &Limits) -> Error {
+    match map_io(err, msg, limits) {
+        Error::PeerClosed { during } => Error::SendFailed { sending: during },
+        other => other,
+    }
+}
+
 /// Maps an I/O error of a clocked socket to the library's error.
 pub fn map_io(err: io::Error, during: &'static str, limits: &Limits) -> Error {
     if err.get_ref().is_some_and(|e| e.is::<DeadlinePassed>()) {

@@ -41,12 +41,12 @@ pub fn memory_pair(timeout: Duration) -> (MemoryChannel, MemoryChannel) {
 }
 
 impl FrameSender for MemorySender {
-    fn send(&mut self, _msg: &'static str, frame: &[u8]) -> Result<()> {
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
         self.tx
             .as_ref()
-            .ok_or(Error::PeerClosed { during: "a send" })?
+            .ok_or(Error::SendFailed { sending: msg })?
             .send(frame.to_vec())
-            .map_err(|_| Error::PeerClosed { during: "a send" })
+            .map_err(|_| Error::SendFailed { sending: msg })
     }
 
     fn close(&mut self) {

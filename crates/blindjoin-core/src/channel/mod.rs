@@ -200,8 +200,8 @@ pub fn recv_msg<T: DeserializeOwned>(
     max_len: usize,
 ) -> Result<T> {
     let frame = ch.recv(what, max_len)?;
-    let (msg, rest) =
-        postcard::take_from_bytes(&frame).map_err(|e| Error::malformed(what, e.to_string()))?;
+    let (msg, rest) = postcard::take_from_bytes(&frame)
+        .map_err(|e| Error::malformed(what, format!("it does not decode ({e})")))?;
     if !rest.is_empty() {
         return Err(Error::malformed(
             what,

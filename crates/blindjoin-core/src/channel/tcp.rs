@@ -7,7 +7,7 @@
 //!
 //! Connections are opened by [`transport`](crate::transport), which also runs the link hello.
 
-use super::clock::{Clocked, Limits, map_io};
+use super::clock::{Clocked, Limits, map_io, map_send_io};
 use super::{Channel, FRAME_HEADER_LEN, FrameReceiver, FrameSender, check_frame_len, read_payload};
 use crate::{Error, Result};
 use std::io::{self, BufRead, BufReader, BufWriter, ErrorKind, Read, Write};
@@ -71,7 +71,7 @@ impl TcpChannel {
 }
 
 impl FrameSender for TcpSender {
-    fn send(&mut self, _msg: &'static str, frame: &[u8]) -> Result<()> {
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
         let len = u32::try_from(frame.len()).map_err(|_| Error::InvalidParam {
             field: "frame",
             reason: format!("{} bytes do not fit one frame", frame.len()),
@@ -83,13 +83,13 @@ impl FrameSender for TcpSender {
                 .stream
                 .flush()
                 .and_then(|()| write_all_vectored(self.stream.get_mut(), &header, frame))
-                .map_err(|e| map_io(e, "a send", &limits));
+                .map_err(|e| map_send_io(e, msg, &limits));
         }
         self.stream
             .write_all(&header)
             .and_then(|()| self.stream.write_all(frame))
             .and_then(|()| self.stream.flush())
-            .map_err(|e| map_io(e, "a send", &limits))
+            .map_err(|e| map_send_io(e, msg, &limits))
     }
 
     fn close(&mut self) {

@@ -605,13 +605,16 @@ impl TlsSender {
 }
 
 impl FrameSender for TlsSender {
-    fn send(&mut self, _msg: &'static str, frame: &[u8]) -> Result<()> {
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
         let len = u32::try_from(frame.len()).map_err(|_| Error::InvalidParam {
             field: "frame",
             reason: format!("{} bytes do not fit one frame", frame.len()),
         })?;
         let limits = *self.sock.limits();
-        let map = |e| io_to_error(e, "a send", &limits);
+        let map = |e: io::Error| match io_to_error(e, msg, &limits) {
+            Error::PeerClosed { during } => Error::SendFailed { sending: during },
+            other => other,
+        };
         if frame.len() < (1 << 14) {
             let mut small = Vec::with_capacity(FRAME_HEADER_LEN + frame.len());
             small.extend_from_slice(&len.to_le_bytes());
