@@ -39,7 +39,20 @@ pub struct RunOptions {
     /// The base OT under the protocols' OT extensions (both parties must choose the same; the
     /// handshake compares it).
     pub base_ot: BaseOt,
+    /// The most bytes (default [`DEFAULT_MEMORY_BUDGET`], 4 GiB; `None`: no limit) a run may
+    /// commit on the strength of the *peer's* announced set size alone. The protocols allocate
+    /// for the peer's data only as it arrives, so a peer that announces a large set and then
+    /// sends nothing costs next to nothing; what the peer's size must decide before its data
+    /// arrives is checked against this budget first: the chunk indexes of the receiver's bins
+    /// of the `kkrt16` and `psz14` senders (a few bytes per 2^13 bins), and the Δ columns the
+    /// `cm20` sender holds at once (m/8 bytes each, twice with their frames; the budget also
+    /// caps how many it processes in parallel). A run that would exceed it is refused with
+    /// `Error::InvalidParam` naming `memory_budget` before anything is allocated.
+    pub memory_budget: Option<u64>,
 }
+
+/// The default of [`RunOptions::memory_budget`]: 4 GiB.
+pub const DEFAULT_MEMORY_BUDGET: u64 = 4 << 30;
 
 /// The base OT a protocol runs under its OT extension.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,6 +130,7 @@ impl Default for RunOptions {
             progress: None,
             allow_weak: false,
             base_ot: BaseOt::default(),
+            memory_budget: Some(DEFAULT_MEMORY_BUDGET),
         }
     }
 }
@@ -130,6 +144,7 @@ impl std::fmt::Debug for RunOptions {
             .field("expected_peer_set_size", &self.expected_peer_set_size)
             .field("allow_weak", &self.allow_weak)
             .field("base_ot", &self.base_ot)
+            .field("memory_budget", &self.memory_budget)
             .finish_non_exhaustive()
     }
 }
@@ -159,6 +174,21 @@ impl RunOptions {
     pub fn report(&self, phase: &'static str, done: u64, total: u64) {
         if let Some(p) = &self.progress {
             p(phase, done, total);
+        }
+    }
+
+    /// `Ok` if `bytes` for `what`, a structure sized by the peer's announced set size, fit
+    /// [`RunOptions::memory_budget`]; otherwise `InvalidParam` naming `memory_budget`.
+    pub fn check_memory(&self, what: &str, bytes: u64) -> Result<()> {
+        match self.memory_budget {
+            Some(budget) if bytes > budget => Err(Error::InvalidParam {
+                field: "memory_budget",
+                reason: format!(
+                    "{what} needs {bytes} bytes for the peer's announced set size before its \
+                     data arrives; the memory budget is {budget} bytes"
+                ),
+            }),
+            _ => Ok(()),
         }
     }
 }
