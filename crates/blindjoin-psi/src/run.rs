@@ -44,10 +44,11 @@ pub struct RunOptions {
     /// for the peer's data only as it arrives, so a peer that announces a large set and then
     /// sends nothing costs next to nothing; what the peer's size must decide before its data
     /// arrives is checked against this budget first: the chunk indexes of the receiver's bins
-    /// of the `kkrt16` and `psz14` senders (a few bytes per 2^13 bins), and the Δ columns the
-    /// `cm20` sender holds at once (m/8 bytes each, twice with their frames; the budget also
-    /// caps how many it processes in parallel). A run that would exceed it is refused with
-    /// `Error::InvalidParam` naming `memory_budget` before anything is allocated.
+    /// of the `psz14` and `kkrt16` senders (4 bytes per 2^12 to 2^14 bins, 32 bytes per 2^16
+    /// bins), and the Δ columns the `cm20` sender holds at once (m/8 bytes each, twice with
+    /// their frames; the budget also caps how many it processes in parallel). A run that would
+    /// exceed it is refused with `Error::InvalidParam` naming `memory_budget` before anything is
+    /// allocated.
     pub memory_budget: Option<u64>,
 }
 
