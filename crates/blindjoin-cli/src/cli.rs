@@ -145,6 +145,10 @@ pub struct PartyOpts {
     /// Refuse to run unless the peer has exactly this many distinct keys.
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub expect_peer_size: Option<u64>,
+    /// The most memory a run may commit on the peer's announced set size before the peer's
+    /// data arrives (e.g. 512M, 4G; `none` for no limit); a larger need is refused at once.
+    #[arg(long, value_name = "BYTES", default_value = "4G", value_parser = parse_budget)]
+    pub memory: Budget,
     /// Refuse a peer announcing more distinct keys than this [default: max(2^20, 4 × ours)].
     /// A receiver may test as many guessed keys as it announces.
     #[arg(long, value_name = "N", value_parser = parse_count)]
@@ -226,6 +230,39 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
             .ok_or_else(bad);
     }
     s.replace('_', "").parse().map_err(|_| bad())
+}
+
+/// Parses a memory size: bytes, or with a binary suffix `K`, `M`, `G`, `T` (e.g. `512M`);
+/// `none` for no limit.
+pub fn parse_bytes(s: &str) -> Result<Option<u64>, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    let bad = || format!("`{s}` is not a memory size (use e.g. 512M, 4G or none)");
+    let (num, shift) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return Err(bad()),
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = num.trim().parse().map_err(|_| bad())?;
+    n.checked_mul(1u64 << shift).map(Some).ok_or_else(bad)
+}
+
+/// A memory budget in bytes (`None`: no limit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget(pub Option<u64>);
+
+fn parse_budget(s: &str) -> Result<Budget, String> {
+    parse_bytes(s).map(Budget)
 }
 
 /// Parses a count like [`parse_size`], as a u64.
@@ -342,5 +379,11 @@ mod tests {
         assert_eq!(parse_size("1_000"), Ok(1000));
         assert!(parse_size("2^99").is_err());
         assert!(parse_size("lots").is_err());
+        assert_eq!(parse_bytes("4G"), Ok(Some(4 << 30)));
+        assert_eq!(parse_bytes("512m"), Ok(Some(512 << 20)));
+        assert_eq!(parse_bytes("1000"), Ok(Some(1000)));
+        assert_eq!(parse_bytes("none"), Ok(None));
+        assert!(parse_bytes("4X").is_err());
+        assert!(parse_bytes("99999999999T").is_err());
     }
 }

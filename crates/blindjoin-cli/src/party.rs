@@ -212,6 +212,7 @@ pub fn run_options(o: &PartyOpts) -> RunOptions {
         lambda: o.lambda,
         expected_peer_set_size: o.expect_peer_size,
         allow_weak: o.allow_weak,
+        memory_budget: o.memory.0,
         ..RunOptions::default()
     }
 }

@@ -1043,3 +1043,117 @@ fn a_hello_changed_in_transit_fails_both_sides_before_the_protocol() {
     assert!(!out.exists());
     t.join().unwrap();
 }
+
+/// Peak resident memory of a finished child (wait4's `ru_maxrss`), in bytes, and whether it
+/// exited 0.
+#[cfg(target_os = "linux")]
+fn wait_with_peak_rss(child: &Child) -> (bool, u64) {
+    let mut status = 0;
+    // SAFETY: `rusage` is plain data that wait4 fills in; the pid is our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: valid pointers to a status word and a rusage struct owned by this frame.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid);
+    (
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        usage.ru_maxrss as u64 * 1024,
+    )
+}
+
+#[cfg(target_os = "linux")]
+fn rss_now(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+/// A receiver that announces 2^30 keys (accepted: the sender raised --max-peer-size) and then
+/// sends nothing: the sender stays within 64 MiB of its memory before the connection and ends
+/// at its deadline, for every protocol.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_peer_that_claims_2_30_keys_and_sends_nothing_costs_no_memory() {
+    use blindjoin_core::channel::clock::Limits;
+    use blindjoin_core::handshake::{Role, SessionConfig, handshake};
+    use blindjoin_core::transport::{LinkConfig, connect};
+    let dir = tempfile::tempdir().unwrap();
+    let (_, b) = generate(dir.path(), "1000", "1000", "10", "3");
+    for p in blindjoin_psi::protocols::ALL {
+        let (mut child, addr, mut err) = {
+            let mut args = vec![
+                "send",
+                "--input",
+                s(&b),
+                "--column",
+                "email",
+                "--protocol",
+                p.name,
+            ];
+            args.extend(["--insecure", "--max-peer-size", "2^30", "--deadline", "4s"]);
+            if !p.is_insecure() {
+                args.retain(|a| *a != "--insecure");
+            }
+            spawn_listener(&args)
+        };
+        let idle = rss_now(child.id());
+        let started = std::time::Instant::now();
+        let mut link = connect(
+            &addr,
+            &LinkConfig::plain(Limits::new(
+                std::time::Duration::from_secs(10),
+                std::time::Duration::from_secs(10),
+            )),
+            &mut |_| {},
+        )
+        .unwrap();
+        let opts = blindjoin_psi::RunOptions::default();
+        let mut cfg = SessionConfig::new(p.name, Role::Receiver, 1 << 30);
+        cfg.params = (p.params)(&opts);
+        cfg.params.push(("normalize".into(), "none".into()));
+        let session = handshake(&mut link, &cfg, &mut rand::rng());
+        assert!(session.is_ok(), "{}: {:?}", p.name, session.err());
+        let (ok, peak) = wait_with_peak_rss(&child);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        child.stdout.take();
+        drop(link);
+        assert!(!ok, "{}: {rest}", p.name);
+        assert!(
+            rest.lines()
+                .last()
+                .unwrap()
+                .starts_with("blindjoin: error: the run's deadline passed"),
+            "{}: {rest}",
+            p.name
+        );
+        assert!(
+            rest.contains("the receiver announced 1073741824 distinct keys"),
+            "{rest}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(8),
+            "{}",
+            p.name
+        );
+        eprintln!(
+            "{}: peak RSS {:.1} MiB, {:.1} MiB before the connection, exit after {:.1} s",
+            p.name,
+            peak as f64 / 1048576.0,
+            idle as f64 / 1048576.0,
+            started.elapsed().as_secs_f64()
+        );
+        assert!(
+            peak.saturating_sub(idle) <= 64 << 20,
+            "{}: peak {} MiB, {} MiB before the connection",
+            p.name,
+            peak >> 20,
+            idle >> 20
+        );
+    }
+}

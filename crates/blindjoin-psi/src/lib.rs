@@ -21,6 +21,6 @@ mod run;
 
 pub use protocol::{Party, Protocol, Security};
 pub use run::{
-    BaseOt, MAX_LAMBDA, MIN_LAMBDA, Phases, Progress, ReceiverOutput, RunOptions, SenderOutput,
-    check_security,
+    BaseOt, DEFAULT_MEMORY_BUDGET, MAX_LAMBDA, MIN_LAMBDA, Phases, Progress, ReceiverOutput,
+    RunOptions, SenderOutput, check_security,
 };

@@ -45,10 +45,24 @@ pub struct RunOptions {
     /// Called once the handshake has succeeded, before any protocol message (e.g. to show the
     /// peer's set size).
     pub on_session: Option<SessionHook>,
+    /// The most bytes (default [`DEFAULT_MEMORY_BUDGET`], 4 GiB; `None`: no limit) a run may
+    /// commit on the strength of the *peer's* announced set size alone. The protocols allocate
+    /// for the peer's data only as it arrives, so a peer that announces a large set and then
+    /// sends nothing costs next to nothing; what the peer's size must decide before its data
+    /// arrives is checked against this budget first: the chunk indexes of the receiver's bins
+    /// of the `psz14` and `kkrt16` senders (4 bytes per 2^12 to 2^14 bins, 32 bytes per 2^16
+    /// bins), and the Δ columns the `cm20` sender holds at once (m/8 bytes each, twice with
+    /// their frames; the budget also caps how many it processes in parallel). A run that would
+    /// exceed it is refused with `Error::InvalidParam` naming `memory_budget` before anything is
+    /// allocated.
+    pub memory_budget: Option<u64>,
 }
 
 /// A callback given the session right after the handshake.
 pub type SessionHook = Arc<dyn Fn(&Session) + Send + Sync>;
+
+/// The default of [`RunOptions::memory_budget`]: 4 GiB.
+pub const DEFAULT_MEMORY_BUDGET: u64 = 4 << 30;
 
 /// The base OT a protocol runs under its OT extension.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -128,6 +142,7 @@ impl Default for RunOptions {
             base_ot: BaseOt::default(),
             key_params: Vec::new(),
             on_session: None,
+            memory_budget: Some(DEFAULT_MEMORY_BUDGET),
         }
     }
 }
@@ -142,6 +157,7 @@ impl std::fmt::Debug for RunOptions {
             .field("allow_weak", &self.allow_weak)
             .field("base_ot", &self.base_ot)
             .field("key_params", &self.key_params)
+            .field("memory_budget", &self.memory_budget)
             .finish_non_exhaustive()
     }
 }
@@ -174,6 +190,21 @@ impl RunOptions {
     pub fn report(&self, phase: &'static str, done: u64, total: u64) {
         if let Some(p) = &self.progress {
             p(phase, done, total);
+        }
+    }
+
+    /// `Ok` if `bytes` for `what`, a structure sized by the peer's announced set size, fit
+    /// [`RunOptions::memory_budget`]; otherwise `InvalidParam` naming `memory_budget`.
+    pub fn check_memory(&self, what: &str, bytes: u64) -> Result<()> {
+        match self.memory_budget {
+            Some(budget) if bytes > budget => Err(Error::InvalidParam {
+                field: "memory_budget",
+                reason: format!(
+                    "{what} needs {bytes} bytes for the peer's announced set size before its \
+                     data arrives; the memory budget is {budget} bytes"
+                ),
+            }),
+            _ => Ok(()),
         }
     }
 }

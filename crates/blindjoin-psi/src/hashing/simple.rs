@@ -4,6 +4,9 @@
 //! filled by a counting sort (count, prefix sum, scatter), so there is no allocation per bin.
 //! Within a bin the entries are in item order, then hash-function order. An entry packs the
 //! item index and j into 32 bits (`item << 2 | j`), which is why [`super::MAX_ITEMS`] is 2^30.
+//! The offsets take 4 bytes per bin; where the bins follow the *peer's* announced set size, as
+//! for a PSI sender, that is memory committed before the peer has sent anything, which is why
+//! `psz14`'s sender groups its entries by chunk of bins instead (see its module doc).
 //!
 //! **Equal bins.** When h_j(x) = h_j'(x) for j ≠ j', the bin holds both (x, j) and (x, j'):
 //! the receiver's Cuckoo table recorded one of the two, and the sender cannot know which.

@@ -1,5 +1,5 @@
 //! Pieces several protocols share: the papers they cite, comparison tags and the pipelined
-//! receive loop.
+//! receive loop with its bounded queue.
 
 use crate::protocol::{Count, Party, Reference, RoleSpec};
 use blindjoin_core::channel::{BulkReader, Channel, FrameReceiver, FrameSender};
@@ -337,11 +337,22 @@ pub(crate) fn match_tags(tags: &[u8], tag_len: usize, peer: &HashSet<u128>) -> V
         .collect()
 }
 
-/// Streams a bulk message of `count` elements of `elem_len` bytes through a queue.
+/// Bytes of the peer's frames that may wait at once between a reader thread and the protocol
+/// thread of [`pipelined`] (8 MiB): the reader stops reading while the queue is full, so the
+/// peer's data waits in its own buffers, not in ours.
+pub(crate) const QUEUE_BYTES: usize = 8 << 20;
+
+/// Frames of `frame_len` bytes that fit [`QUEUE_BYTES`], at least 2.
+pub(crate) fn queue_frames(frame_len: usize) -> usize {
+    (QUEUE_BYTES / frame_len.max(1)).max(2)
+}
+
+/// Streams the frames of a bulk message into `queue` until the message is complete, `aborted`
+/// is set or the consumer has stopped.
 pub(crate) fn forward_bulk(
     rx: &mut dyn FrameReceiver,
     reader: &mut BulkReader,
-    queue: &mpsc::Sender<Vec<u8>>,
+    queue: &mpsc::SyncSender<Vec<u8>>,
     aborted: &AtomicBool,
 ) -> Result<()> {
     while !aborted.load(Ordering::Relaxed) {
@@ -358,16 +369,82 @@ pub(crate) fn forward_bulk(
     Ok(())
 }
 
-/// Runs `reader` on the receiving half of `ch` in its own thread while `main` uses the sending
-/// half, so that neither party stalls on a full socket buffer while the other computes.
+/// What the protocol thread of [`pipelined`] hands its writer thread.
+enum Outgoing {
+    /// A frame of the named message.
+    Frame(&'static str, Vec<u8>),
+    /// Close the sending direction after the frames before.
+    Close,
+}
+
+/// The sending half [`pipelined`] lends the protocol thread: frames go to the writer thread in
+/// order, so a send never waits for the peer to read.
+struct Outbox {
+    queue: mpsc::Sender<Outgoing>,
+    /// Set when a frame could not be queued because the writer had stopped (on an error of its
+    /// own, which is then the one reported).
+    writer_gone: bool,
+}
+
+impl FrameSender for Outbox {
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+        self.queue
+            .send(Outgoing::Frame(msg, frame.to_vec()))
+            .map_err(|_| {
+                self.writer_gone = true;
+                Error::PeerClosed { during: msg }
+            })
+    }
+
+    fn close(&mut self) {
+        // A writer that has stopped has closed the direction already.
+        let _ = self.queue.send(Outgoing::Close);
+    }
+}
+
+/// The writer thread: sends the queued frames in order until the queue ends or asks to close.
+fn write_queued(tx: &mut dyn FrameSender, queue: mpsc::Receiver<Outgoing>) -> Result<()> {
+    for out in queue {
+        match out {
+            Outgoing::Frame(msg, frame) => {
+                if let Err(e) = tx.send(msg, &frame) {
+                    tx.close();
+                    return Err(e);
+                }
+            }
+            Outgoing::Close => {
+                tx.close();
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `reader` on the receiving half of `ch` in its own thread while `main` computes, so that
+/// neither party stalls on a full socket buffer while the other computes.
 ///
-/// If `main` fails, the reader is asked to stop at its next frame. When both fail, the reader's
-/// error is returned: it is the cause (a closed or misbehaving peer) and `main`'s failure the
-/// consequence.
+/// `reader` forwards the peer's frames into a queue of at most `queue` frames (the sending end
+/// it gets), which `main` drains (the receiving end it gets, dropped when `main` returns, so a
+/// reader blocked on a full queue then stops). `main` sends through an outbox: a third thread
+/// writes its frames to the sending half in order, so `main` never waits for the peer to read.
+/// So no cycle of waits can form when both parties stream at once: a reader blocked on a full
+/// queue waits for its own `main`, which waits for nothing but that queue, and a writer blocked
+/// on the transport waits for the peer's reader, which waits only for the peer's `main` in turn.
+/// The writer's queue holds what `main` sent and the peer has not read yet: our own messages,
+/// whose size follows our own set size or the data received, never the peer's announcement.
+///
+/// If `main` fails, the reader is asked to stop at its next frame, and the writer sends what
+/// `main` queued and then closes the sending direction, so that the peer stops waiting. When
+/// several fail, the reader's error is returned (the cause: a closed or misbehaving peer), then
+/// `main`'s, then the writer's; but if `main` failed only because the writer had stopped, the
+/// writer's.
 pub(crate) fn pipelined<C, R, M>(
     ch: &mut C,
-    reader: impl FnOnce(&mut dyn FrameReceiver, &AtomicBool) -> Result<R> + Send,
-    main: impl FnOnce(&mut dyn FrameSender) -> Result<M>,
+    queue: usize,
+    reader: impl FnOnce(&mut dyn FrameReceiver, mpsc::SyncSender<Vec<u8>>, &AtomicBool) -> Result<R>
+    + Send,
+    main: impl FnOnce(&mut dyn FrameSender, mpsc::Receiver<Vec<u8>>) -> Result<M>,
 ) -> Result<(R, M)>
 where
     C: Channel + ?Sized,
@@ -375,22 +452,37 @@ where
 {
     let (mut rx, mut tx) = ch.split();
     let aborted = AtomicBool::new(false);
+    let (frames_tx, frames_rx) = mpsc::sync_channel(queue.max(1));
+    let (out_tx, out_rx) = mpsc::channel();
     std::thread::scope(|s| {
-        let handle = s.spawn(|| reader(&mut *rx, &aborted));
-        let m = main(&mut *tx);
+        let read = s.spawn(|| reader(&mut *rx, frames_tx, &aborted));
+        let write = s.spawn(move || write_queued(&mut *tx, out_rx));
+        let mut outbox = Outbox {
+            queue: out_tx,
+            writer_gone: false,
+        };
+        let m = main(&mut outbox, frames_rx);
         if m.is_err() {
-            // Stop our reader at its next frame, and tell the peer we are gone so that its
-            // reader (and then ours) stops waiting.
+            // Stop our reader at its next frame, and tell the peer we are gone (after what we
+            // sent) so that its reader (and then ours) stops waiting.
             aborted.store(true, Ordering::Relaxed);
-            tx.close();
+            outbox.close();
         }
-        let r = match handle.join() {
+        let writer_gone = outbox.writer_gone;
+        drop(outbox);
+        let w = match write.join() {
+            Ok(w) => w,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        let r = match read.join() {
             Ok(r) => r,
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        match (r, m) {
-            (Ok(r), Ok(m)) => Ok((r, m)),
-            (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+        match (r, w, m) {
+            (Ok(r), Ok(()), Ok(m)) => Ok((r, m)),
+            (Err(e), _, _) => Err(e),
+            (Ok(_), Err(e), Err(_)) if writer_gone => Err(e),
+            (Ok(_), _, Err(e)) | (Ok(_), Err(e), Ok(_)) => Err(e),
         }
     })
 }
@@ -412,8 +504,145 @@ pub(crate) fn queue_closed(what: &'static str) -> Error {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    /// One direction of a transport that holds at most `cap` frames in flight, like a socket
+    /// with full buffers: a send waits until the peer has read.
+    struct Pipe {
+        tx: Option<mpsc::SyncSender<Vec<u8>>>,
+    }
+
+    struct Tap {
+        rx: mpsc::Receiver<Vec<u8>>,
+    }
+
+    impl FrameSender for Pipe {
+        fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+            let tx = self.tx.as_ref().ok_or(Error::PeerClosed { during: msg })?;
+            tx.send(frame.to_vec())
+                .map_err(|_| Error::PeerClosed { during: msg })
+        }
+
+        fn close(&mut self) {
+            self.tx = None;
+        }
+    }
+
+    impl FrameReceiver for Tap {
+        fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
+            let frame = self
+                .rx
+                .recv()
+                .map_err(|_| Error::PeerClosed { during: what })?;
+            blindjoin_core::channel::check_frame_len(what, frame.len() as u64, max_len)?;
+            Ok(frame)
+        }
+    }
+
+    struct End {
+        tap: Tap,
+        pipe: Pipe,
+    }
+
+    impl FrameSender for End {
+        fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+            self.pipe.send(msg, frame)
+        }
+
+        fn close(&mut self) {
+            self.pipe.close();
+        }
+    }
+
+    impl FrameReceiver for End {
+        fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
+            self.tap.recv(what, max_len)
+        }
+    }
+
+    impl Channel for End {
+        fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
+            (Box::new(&mut self.tap), Box::new(&mut self.pipe))
+        }
+    }
+
+    /// Two ends joined by pipes of `cap` frames each way.
+    fn pipes(cap: usize) -> (End, End) {
+        let (a_tx, b_rx) = mpsc::sync_channel(cap);
+        let (b_tx, a_rx) = mpsc::sync_channel(cap);
+        let end = |tx, rx| End {
+            tap: Tap { rx },
+            pipe: Pipe { tx: Some(tx) },
+        };
+        (end(a_tx, a_rx), end(b_tx, b_rx))
+    }
+
+    /// The pattern of `ecdh`: each party sends all its frames before it processes the peer's,
+    /// over a transport and queues far smaller than the data. Both finish: the bounded queue
+    /// stops only the reader, and the sends do not wait for the peer.
+    #[test]
+    fn pipelined_streams_both_ways_through_bounded_queues() {
+        const FRAMES: usize = 200;
+        let party = |ch: &mut End, tag: u8| {
+            pipelined(
+                ch,
+                2,
+                |rx, queue, aborted| {
+                    let mut reader = BulkReader::new("frames", 4, FRAMES as u64);
+                    forward_bulk(rx, &mut reader, &queue, aborted)
+                },
+                |tx, queue| {
+                    for i in 0..FRAMES {
+                        tx.send("frames", &[tag, i as u8, 0, 0])?;
+                    }
+                    let mut got = Vec::new();
+                    for _ in 0..FRAMES {
+                        got.push(queue.recv().map_err(|_| queue_closed("frames"))?);
+                    }
+                    Ok(got)
+                },
+            )
+        };
+        let (mut a, mut b) = pipes(1);
+        let (ra, rb) = std::thread::scope(|s| {
+            let hb = s.spawn(|| party(&mut b, 2));
+            (party(&mut a, 1), hb.join().unwrap())
+        });
+        let (_, got_a) = ra.unwrap();
+        let (_, got_b) = rb.unwrap();
+        for (i, (x, y)) in got_a.iter().zip(&got_b).enumerate() {
+            assert_eq!(x, &[2, i as u8, 0, 0]);
+            assert_eq!(y, &[1, i as u8, 0, 0]);
+        }
+        assert_eq!((got_a.len(), got_b.len()), (FRAMES, FRAMES));
+    }
+
+    /// A failing `main` closes the sending direction after what it sent, and the reader's
+    /// error (the peer's hang-up) does not hide `main`'s own when the reader succeeded.
+    #[test]
+    fn pipelined_reports_mains_error_and_closes_after_its_frames() {
+        let (mut a, mut b) = pipes(4);
+        let r = pipelined(
+            &mut a,
+            2,
+            |_, _, _| Ok(()),
+            |tx, _| -> Result<()> {
+                tx.send("frames", &[1])?;
+                Err(Error::malformed("frames", "local"))
+            },
+        );
+        match r {
+            Err(Error::Malformed { .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(b.recv("frames", 1).unwrap(), vec![1]);
+        match b.recv("frames", 1) {
+            Err(Error::PeerClosed { .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
 
     #[test]
     fn tags_read_little_endian_and_match_exactly() {

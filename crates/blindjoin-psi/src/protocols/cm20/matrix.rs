@@ -73,15 +73,25 @@ fn batches(spans: &[Span], per_batch: usize) -> Vec<Range<usize>> {
 }
 
 /// Spans per batch: two per thread, so that every thread has work while spans differ in size.
-fn spans_per_batch() -> usize {
+pub(crate) fn spans_per_batch() -> usize {
     2 * rayon::current_num_threads().max(1)
+}
+
+/// The most columns of `column_mem` bytes one span holds.
+pub(crate) fn span_max(p: &Params, column_mem: usize) -> usize {
+    spans(p, span_len(p, column_mem))
+        .iter()
+        .map(|s| s.len)
+        .max()
+        .unwrap_or(1)
 }
 
 /// Runs all w columns for `n` items, span by span, and returns the gathered bits as slabs of
 /// 128 columns (block i of slab s = item i's bits of columns 128s…128s+127).
 ///
-/// Spans hold columns of `column_mem` bytes of state each; a batch of spans runs at a time, one
-/// slot (made by `slot(span_max)`, reused from batch to batch) per span. For each batch,
+/// Spans hold columns of `column_mem` bytes of state each; a batch of at most `per_batch`
+/// spans ([`spans_per_batch`], or fewer to bound memory) runs at a time, one slot (made by
+/// `slot(span_max)`, reused from batch to batch) per span. For each batch,
 /// `prepare` sees every slot and its span in order on the calling thread (the sender takes the
 /// Δ frames here), `run` fills the span's rows in parallel (bit i of `rows[k]` = the party's
 /// bit of column `span.first + k` at item i's index), and `finish` sees them in order again
@@ -91,6 +101,7 @@ pub(crate) fn drive<S: Send>(
     p: &Params,
     n: usize,
     column_mem: usize,
+    per_batch: usize,
     slot: impl Fn(usize) -> S,
     mut prepare: impl FnMut(&mut S, Span) -> Result<()>,
     run: impl Fn(&mut S, Span, &mut [&mut [u8]]) + Sync,
@@ -98,7 +109,7 @@ pub(crate) fn drive<S: Send>(
     opts: &RunOptions,
 ) -> Result<Vec<Vec<Block>>> {
     let spans = spans(p, span_len(p, column_mem));
-    let per_batch = spans_per_batch();
+    let per_batch = per_batch.max(1);
     let span_max = spans.iter().map(|s| s.len).max().unwrap_or(1);
     let mut slots: Vec<S> = (0..per_batch).map(|_| slot(span_max)).collect();
     let mut slabs = Vec::with_capacity(p.slabs());

@@ -89,13 +89,19 @@
 //! chunks of 2048: one AES call per item gives the span's indices, and per column and item one
 //! random access. The receiver expands A_j, sets D_j's bit to 0 at v_j(y) and reads A_j[v_j(y)]
 //! in the same cache line (A_j and D_j interleaved by 64-bit words), then sends Δ_j; the
-//! sender, as each block of Δ columns arrives (a second thread drains the channel), forms C_j
-//! and reads C_j[v_j(x)]. The next chunk's z is prefetched while a chunk is processed (z is
+//! sender, as each block of Δ columns arrives (a second thread drains the channel into a queue
+//! of at most 8 MiB, `protocols::common::pipelined`), forms C_j and reads C_j[v_j(x)]. The next chunk's z is prefetched while a chunk is processed (z is
 //! read once per span). The bits read go into a 128 × n bit slab per 128 columns, transposed
 //! (`blindjoin_core::transpose`) into per-item rows when the slab is complete; H2 runs over the
 //! rows at the end, and the receiver matches the sender's values with a partitioned hash join
 //! (`join`). Memory is O(n·w) bits for the rows plus the columns of a few spans. The spans of a
 //! batch run in parallel on the rayon pool; the results do not depend on the thread count.
+//!
+//! m follows the receiver's announced size, so the sender allocates a span's columns only once
+//! the span's Δ frames have arrived: a receiver that announces a large set and sends no Δ costs
+//! it nothing. It runs at most as many spans at once as `RunOptions::memory_budget` leaves room
+//! for (each span's columns twice, with their Δ frames), and refuses a run whose single span
+//! exceeds the budget before the base OTs, with `InvalidParam` naming `memory_budget`.
 //!
 //! The sender's choice bits s are secret: it applies Δ_j to every column under a mask derived
 //! from s_j (no branch or memory access depends on s), and s, the base-OT keys and the

@@ -75,6 +75,7 @@ fn columns(
         p,
         z.len(),
         p.m / 4,
+        matrix::spans_per_batch(),
         |span_max| Slot::new(p, span_max),
         |_, _| Ok(()),
         |slot, span, rows| slot.run(p, prf, z, keys, span, rows),

@@ -4,7 +4,7 @@ use super::matrix::{self, Column, Span};
 use super::{
     MSG_DELTA, MSG_KEY, MSG_SETUP, MSG_TAGS, PROTOCOL, Params, Prf, PrfKey, Setup, h1,
 };
-use crate::protocols::common::{CHUNK, pipelined, queue_closed};
+use crate::protocols::common::{CHUNK, pipelined, queue_closed, queue_frames};
 use crate::run::Run;
 use crate::{RunOptions, SenderOutput};
 use blindjoin_core::channel::{Channel, FrameReceiver, recv_msg, send_elements};
@@ -30,6 +30,9 @@ pub fn send<C: Channel + ?Sized>(
 
     let (n_recv, n_send) = (run.session.receiver_size, items.len() as u64);
     let p = Params::new(run.session.kappa, run.session.lambda, n_recv, n_send)?;
+    // m follows the receiver's size: refuse here, before anything is allocated, if even one
+    // span of Δ columns would not fit the memory budget.
+    let per_batch = batch_within_budget(&p, opts)?;
     let setup: Setup = recv_msg(ch, MSG_SETUP, 32)?;
     p.check(&setup)?;
     // The values go out in a random order: process the items in one.
@@ -49,20 +52,22 @@ pub fn send<C: Channel + ?Sized>(
     run.lap("base OT");
 
     let (frame_len, frames) = (p.frame_len(), p.w * p.frames_per_column());
-    let (queue_tx, queue_rx) = mpsc::channel::<Vec<u8>>();
     // Frames the matrix is done with go back to the reader, which receives into them.
     let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
     pipelined(
         ch,
-        move |rx, aborted| read_deltas(rx, frame_len, frames, &queue_tx, &spare_rx, aborted),
-        |tx| {
+        queue_frames(frame_len),
+        move |rx, queue_tx, aborted| {
+            read_deltas(rx, frame_len, frames, &queue_tx, &spare_rx, aborted)
+        },
+        |tx, queue_rx| {
             let z = prf.inputs(&h1(&run.session.id), &items);
             run.lap("prf");
             let queue = Deltas {
                 full: queue_rx,
                 spare: spare_tx,
             };
-            let slabs = columns(&p, &prf, &z, &keys, &s, &queue, opts)?;
+            let slabs = columns(&p, &prf, &z, &keys, &s, &queue, per_batch, opts)?;
             drop(z);
             run.lap("matrix");
             let h2 = p.h2(&run.session.id);
@@ -78,6 +83,28 @@ pub fn send<C: Channel + ?Sized>(
     Ok(run.sender_output())
 }
 
+/// Bytes one span of the sender holds at most: its columns C_j (m/8 bytes each, allocated when
+/// the span's Δ frames have arrived), their Δ frames (as many bytes again) and one frame of PRG
+/// output.
+fn span_bytes(p: &Params) -> u64 {
+    let columns = matrix::span_max(p, p.m / 8) as u64;
+    columns * 2 * p.column_bytes() as u64 + p.frame_len() as u64
+}
+
+/// Spans per batch: [`matrix::spans_per_batch`], fewer if their columns and the reader's queue
+/// would exceed the memory budget; `InvalidParam` naming `memory_budget` if not even one span
+/// fits.
+fn batch_within_budget(p: &Params, opts: &RunOptions) -> Result<usize> {
+    let span = span_bytes(p);
+    let queue = (queue_frames(p.frame_len()) * p.frame_len()) as u64;
+    opts.check_memory("cm20's sender (one span of Δ columns and the queue)", span + queue)?;
+    let fit = match opts.memory_budget {
+        Some(budget) => (budget.saturating_sub(queue) / span.max(1)).max(1),
+        None => u64::MAX,
+    };
+    Ok(matrix::spans_per_batch().min(usize::try_from(fit).unwrap_or(usize::MAX)))
+}
+
 /// The Δ frames between the reader and the matrix: received ones, and used ones on their way
 /// back to be received into again.
 struct Deltas {
@@ -91,7 +118,7 @@ fn read_deltas(
     rx: &mut dyn FrameReceiver,
     frame_len: usize,
     frames: usize,
-    queue: &mpsc::Sender<Vec<u8>>,
+    queue: &mpsc::SyncSender<Vec<u8>>,
     spare: &mpsc::Receiver<Vec<u8>>,
     aborted: &AtomicBool,
 ) -> Result<()> {
@@ -116,7 +143,8 @@ fn read_deltas(
 }
 
 /// Receives the Δ columns block by block, forms C_j = G(k_j^{s_j}) ⊕ s_j·Δ_j, and returns the
-/// bits C_j[v_j(x)] of every own x as slabs of 128 columns.
+/// bits C_j[v_j(x)] of every own x as slabs of 128 columns; `per_batch` spans at a time.
+#[allow(clippy::too_many_arguments)]
 fn columns(
     p: &Params,
     prf: &Prf,
@@ -124,13 +152,15 @@ fn columns(
     keys: &[[u8; 16]],
     s: &[bool],
     queue: &Deltas,
+    per_batch: usize,
     opts: &RunOptions,
 ) -> Result<Vec<Vec<Block>>> {
     matrix::drive(
         p,
         z.len(),
         p.m / 8,
-        |span_max| Slot::new(p, span_max),
+        per_batch,
+        Slot::new,
         |slot, span| {
             for frames in &mut slot.delta[..span.len] {
                 for used in frames.drain(..) {
@@ -173,11 +203,15 @@ impl Column for SendColumn {
     }
 }
 
-/// The buffers of one span, reused from batch to batch.
+/// The buffers of one span, reused from batch to batch. The columns and the PRG buffer are
+/// allocated when the span first runs, i.e. once its Δ frames have arrived: m follows the
+/// receiver's announced size, and a receiver that announces a large set and sends no Δ must
+/// not cost a column.
 struct Slot {
     cols: Vec<SendColumn>,
     /// The Δ frames of each column of the span.
     delta: Vec<Vec<Vec<u8>>>,
+    /// One frame's worth of G(k_j^{s_j}).
     prg: Vec<Block>,
     buf: Vec<Block>,
 }
@@ -192,15 +226,13 @@ impl Drop for Slot {
 }
 
 impl Slot {
-    fn new(p: &Params, span_max: usize) -> Slot {
+    fn new(span_max: usize) -> Slot {
         Slot {
             cols: (0..span_max)
-                .map(|_| SendColumn {
-                    words: vec![0; p.m / 64],
-                })
+                .map(|_| SendColumn { words: Vec::new() })
                 .collect(),
             delta: (0..span_max).map(|_| Vec::new()).collect(),
-            prg: vec![Block::ZERO; p.m / 128],
+            prg: Vec::new(),
             buf: Vec::new(),
         }
     }
@@ -220,14 +252,18 @@ impl Slot {
     ) {
         let cols = &mut self.cols[..span.len];
         let words_per_frame = p.frame_len() / 8;
+        self.prg.resize(words_per_frame / 2, Block::ZERO);
         for (k, col) in cols.iter_mut().enumerate() {
             let j = span.first + k;
-            AesPrg::new(Block::from_bytes(keys[j])).fill_blocks(&mut self.prg);
-            for (w, b) in col.words.chunks_exact_mut(2).zip(&self.prg) {
-                w[0] = b.0 as u64;
-                w[1] = (b.0 >> 64) as u64;
-            }
+            col.words.resize(p.m / 64, 0);
+            // G(k_j^{s_j}) frame by frame (the stream continues across calls), then Δ_j.
+            let mut g = AesPrg::new(Block::from_bytes(keys[j]));
             for (words, frame) in col.words.chunks_mut(words_per_frame).zip(&self.delta[k]) {
+                g.fill_blocks(&mut self.prg);
+                for (w, b) in words.chunks_exact_mut(2).zip(&self.prg) {
+                    w[0] = b.0 as u64;
+                    w[1] = (b.0 >> 64) as u64;
+                }
                 xor_if(words, frame, s[j]);
             }
         }

@@ -25,6 +25,10 @@
 //! Both parties stream their points in frames of 2^14 while a second thread receives, so the
 //! receiver blinds X while the sender blinds Y, and the receiver re-blinds Y while the sender
 //! re-blinds X: two scalar multiplications of wall time per element with one thread each.
+//! The receiving thread hands the peer's points to the computing one through a queue of at
+//! most 8 MiB and stops reading while it is full, and a third thread writes our frames, so that
+//! neither party waits for the other to read (`protocols::common::pipelined`): points that come
+//! faster than they are re-blinded wait in the transport, not in our memory.
 //!
 //! **Communication** per run: 32·(n1 + n2) bytes of compressed points plus n1·⌈ℓ/8⌉ bytes of
 //! tags (and 4 bytes of framing per 2^14 elements): at n1 = n2 that is two points and one tag per

@@ -5,7 +5,7 @@ use super::{
     blind_items, reblind_frame, tags_of,
 };
 use crate::protocols::common::{
-    CHUNK, forward_bulk, match_tags, pipelined, queue_closed, tag_from_bytes,
+    CHUNK, forward_bulk, match_tags, pipelined, queue_closed, queue_frames, tag_from_bytes,
 };
 use crate::run::Run;
 use crate::{ReceiverOutput, RunOptions};
@@ -16,7 +16,6 @@ use blindjoin_core::item::Item;
 use rand::CryptoRng;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 
 /// Runs the receiver with `items` (distinct) on `ch`; returns the indices of `items` in the
 /// intersection.
@@ -32,10 +31,10 @@ pub fn receive<C: Channel + ?Sized>(
     let key = Key::random(rng);
     let hash = GroupHash::new(&run.session);
 
-    let (queue_tx, queue_rx) = mpsc::channel();
     let (own_tags, peer_tags) = pipelined(
         ch,
-        move |rx, aborted: &AtomicBool| {
+        queue_frames(CHUNK * POINT_LEN),
+        move |rx, queue_tx, aborted: &AtomicBool| {
             let mut points = BulkReader::new(MSG_SENDER_POINTS, POINT_LEN, n2);
             forward_bulk(rx, &mut points, &queue_tx, aborted)?;
             drop(queue_tx);
@@ -49,7 +48,7 @@ pub fn receive<C: Channel + ?Sized>(
             }
             Ok(tags)
         },
-        |tx| {
+        |tx, queue_rx| {
             // A_i = H(x_i)^a in our own order.
             let mut buf = Vec::new();
             for (done, chunk) in items.chunks(CHUNK).enumerate() {

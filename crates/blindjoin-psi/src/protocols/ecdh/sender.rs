@@ -4,7 +4,7 @@ use super::{
     GroupHash, Key, MSG_RECEIVER_POINTS, MSG_SENDER_POINTS, MSG_TAGS, POINT_LEN, PROTOCOL,
     blind_items, reblind_frame, tags_of,
 };
-use crate::protocols::common::{CHUNK, forward_bulk, pipelined, queue_closed};
+use crate::protocols::common::{CHUNK, forward_bulk, pipelined, queue_closed, queue_frames};
 use crate::run::Run;
 use crate::{RunOptions, SenderOutput};
 use blindjoin_core::Result;
@@ -13,7 +13,6 @@ use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use rand::CryptoRng;
 use rand::seq::SliceRandom;
-use std::sync::mpsc;
 
 /// Runs the sender with `items` (distinct) on `ch`.
 pub fn send<C: Channel + ?Sized>(
@@ -30,14 +29,14 @@ pub fn send<C: Channel + ?Sized>(
     let mut order: Vec<usize> = (0..items.len()).collect();
     order.shuffle(rng);
 
-    let (queue_tx, queue_rx) = mpsc::channel();
     pipelined(
         ch,
-        move |rx, aborted| {
+        queue_frames(CHUNK * POINT_LEN),
+        move |rx, queue_tx, aborted| {
             let mut reader = BulkReader::new(MSG_RECEIVER_POINTS, POINT_LEN, n1);
             forward_bulk(rx, &mut reader, &queue_tx, aborted)
         },
-        |tx| {
+        |tx, queue_rx| {
             // B_j = H(y_π(j))^b, streamed in random order.
             let mut batch = Vec::with_capacity(CHUNK);
             let mut buf = Vec::new();

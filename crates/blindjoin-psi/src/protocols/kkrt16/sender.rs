@@ -27,6 +27,12 @@ pub fn send<C: Channel + ?Sized>(
     let n1 = run.session.receiver_size;
     let tag_len = run.tag_len()?;
     let bins = CuckooParams::kkrt(set_size(n1)?, run.session.lambda)?.num_bins();
+    // b follows the receiver's announced size; the only structure it sizes before the
+    // receiver's data arrives is the index of the chunks of bins (`bucket_queries`).
+    opts.check_memory(
+        "the sender's chunk index of the receiver's bins",
+        index_bytes(bins),
+    )?;
     let setup: Setup = recv_msg(ch, MSG_SETUP, 16)?;
     expect_same(&[("bins", bins as u64, setup.bins)])?;
     let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
@@ -94,6 +100,13 @@ struct Query {
     input: Block,
     bin: u32,
     j: u32,
+}
+
+/// Bytes of [`bucket_queries`]'s index for `bins` bins: a count and an (empty unless used)
+/// vector per chunk of [`BIN_CHUNK`] bins.
+fn index_bytes(bins: usize) -> u64 {
+    let per_chunk = std::mem::size_of::<usize>() + std::mem::size_of::<Vec<Query>>();
+    bins.div_ceil(BIN_CHUNK) as u64 * per_chunk as u64
 }
 
 /// Every (y, j) as a [`Query`], bucketed by the chunk of bins its OPRF key arrives in.

@@ -22,7 +22,8 @@
 //! hello ‖ hello; verdict ‖ verdict                 (handshake: n1, n2, κ, λ, η, k, ε, s, rules)
 //! R: Cuckoo-hash x into b = ⌈2(1+ε)·n1⌉ bins with h_0, h_1 (ε = 0.2) and a stash of s;
 //!    bin β holds (x, j) with h_j(x) = β, or nothing; stash slot k holds x, or nothing
-//! S: simple-hashes y with h_0, h_1 into the b bins (b follows from n1), meanwhile
+//! S: simple-hashes y with h_0, h_1 into the b bins (b follows from n1; the entries grouped by
+//!    chunk of bins, see *Memory*), meanwhile
 //! R → S: b, s, σ                                   (S checks each; a difference names it)
 //! κ' = 256 base OTs (CO15, R is the base-OT sender)  (2 flights)
 //! R → S: KK13 u columns for t random 1-out-of-256 OTs per "virtual bin" β ∈ [0, b+s) (the b
@@ -72,12 +73,19 @@
 //! **Pipelining.** The receiver processes [`chunk_bins`] virtual bins per KK13 call (t·chunk ≤
 //! 2^16 OTs, one frame of u columns), computes its masks and drops the OT outputs; the sender
 //! evaluates each chunk as its frame arrives, so the two overlap and memory for the OTs stays
-//! bounded by one chunk. The sender prepares each simple-hashing entry's OT inputs in bin order
-//! beforehand (one scatter pass), so the per-chunk work reads memory sequentially, and it hashes
-//! its KK13 outputs two at a time (`Kk13SenderOutputs::outputs`). The sender's masks go out only
-//! after the last chunk: a set in random
-//! order can only be sent once it is complete, and the sender sends nothing while the receiver
-//! may still be writing (so neither blocks the other on a full socket buffer).
+//! bounded by one chunk. The sender prepares each simple-hashing entry's OT inputs beforehand,
+//! grouped by chunk and in bin order within a chunk (one scatter pass into one stream per
+//! chunk, then a sort of each chunk), so the per-chunk work reads memory sequentially, and it
+//! hashes its KK13 outputs two at a time (`Kk13SenderOutputs::outputs`). The sender's masks go
+//! out only after the last chunk: a set in random order can only be sent once it is complete,
+//! and the sender sends nothing while the receiver may still be writing (so neither blocks the
+//! other on a full socket buffer).
+//!
+//! **Memory.** b follows the receiver's announced n1, so the sender keeps no array over the b
+//! bins (no per-bin table of simple hashing): only its own 2·n2 entries and one 4-byte index
+//! entry per chunk of bins, checked against `RunOptions::memory_budget`. Everything else that
+//! n1 sizes is allocated a chunk at a time as the receiver's u columns arrive, so a receiver
+//! that announces a large set and sends nothing costs the sender next to nothing.
 //!
 //! **Deviations.**
 //! 1. *Mask hash.* PSZ's mask is the XOR of the OT outputs (§5.1, §5.2). Ours hashes that XOR

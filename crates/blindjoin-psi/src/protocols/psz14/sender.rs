@@ -4,7 +4,7 @@ use super::{
     HASHES, MSG_BIN_MASKS, MSG_SETUP, MSG_STASH_MASKS, PROTOCOL, PAR_BATCH, Params, STASH, STASH_TWEAK,
     Setup, bin_seed, block_of, domain_aes, mask_aes, short_values,
 };
-use crate::hashing::{BinHasher, HashedItems, SimpleTable};
+use crate::hashing::{BinHasher, HashedItems};
 use crate::protocols::common::{CHUNK};
 use crate::run::Run;
 use crate::{RunOptions, SenderOutput};
@@ -25,54 +25,123 @@ const N: usize = 1 << super::ETA;
 /// Bits of [`EntryInput::slot`] holding the position (the top bit is j).
 const SLOT_MASK: u32 = (1 << 31) - 1;
 
-/// What the OT evaluation needs of one simple-hashing entry (y, j): the short value D_j(y) and
-/// where its mask goes (position `perms[j][y]` of set j, with j in the top bit).
+/// What the OT evaluation needs of one simple-hashing entry (y, j): its bin h_j(y), the short
+/// value D_j(y) and where its mask goes (position `perms[j][y]` of set j, with j in the top
+/// bit).
 #[derive(Clone, Copy, Default)]
 struct EntryInput {
     short: u128,
+    bin: u32,
     slot: u32,
 }
 
-/// The inputs of every entry of `table`, in the table's order (bin by bin; within a bin item by
-/// item, then by j, as `SimpleTable` documents). Items are read in order and each entry's input
-/// is written to its place, one random write per entry instead of several random reads.
-fn entry_inputs(
-    table: &SimpleTable,
-    hashed: &HashedItems,
-    blocks: &[Block],
-    dom: &FixedKeyAes,
-    mask: u128,
-    perms: &[Vec<u32>; HASHES],
-) -> Vec<EntryInput> {
-    const B: usize = 1024;
-    let mut cursor: Vec<u32> = table.offsets()[..table.num_bins()].to_vec();
-    let mut entries = vec![EntryInput::default(); table.num_entries()];
-    let mut buf = [[Block::ZERO; B]; HASHES];
-    for (c, chunk) in blocks.chunks(B).enumerate() {
-        for (j, buf) in buf.iter_mut().enumerate() {
-            let buf = &mut buf[..chunk.len()];
-            buf.copy_from_slice(chunk);
-            dom.tccr_hash_with(buf, |_| j as u128);
+/// Every simple-hashing entry (y, j) of the sender, grouped by the KK13 call that evaluates its
+/// bin (chunk c holds the bins `c·chunk .. (c+1)·chunk`) and in bin order within a chunk.
+///
+/// This is simple hashing without a table of the b bins: b follows the receiver's announced
+/// size, so a per-bin array would be allocated for a set that may never be sent. The index has
+/// one entry per chunk instead (4 bytes per `chunk_bins` bins), and the entries are our own
+/// 2·n2.
+struct Entries {
+    /// `starts[c] .. starts[c + 1]`: the entries of chunk c (2·n2 ≤ 2^31 entries).
+    starts: Vec<u32>,
+    entries: Vec<EntryInput>,
+}
+
+impl Entries {
+    /// Bytes of the chunk index for `bins` bins in chunks of `chunk` (what the receiver's
+    /// announced size decides before its data arrives).
+    fn index_bytes(bins: usize, chunk: usize) -> u64 {
+        (bins.div_ceil(chunk.max(1)) as u64 + 1) * 4
+    }
+
+    /// The entries of every (y, j): items are read in order, each entry goes to the end of its
+    /// chunk's run (one sequential stream per chunk), then each chunk is put in bin order.
+    fn build(
+        p: &Params,
+        hashed: &HashedItems,
+        blocks: &[Block],
+        dom: &FixedKeyAes,
+        perms: &[Vec<u32>; HASHES],
+    ) -> Entries {
+        const B: usize = 1024;
+        let mask = p.short_mask();
+        let chunks = p.bins.div_ceil(p.chunk);
+        let mut starts = vec![0u32; chunks + 1];
+        for &b in hashed.as_slice() {
+            starts[b as usize / p.chunk + 1] += 1;
         }
-        for (k, y) in (c * B..c * B + chunk.len()).enumerate() {
-            for (j, &b) in hashed.bins(y).iter().enumerate() {
-                let e = &mut cursor[b as usize];
-                debug_assert_eq!(
-                    (
-                        table.entries()[*e as usize].item(),
-                        table.entries()[*e as usize].hash()
-                    ),
-                    (y as u32, j as u8)
-                );
-                entries[*e as usize] = EntryInput {
-                    short: buf[j][k].0 & mask,
-                    slot: perms[j][y] | ((j as u32) << 31),
-                };
-                *e += 1;
+        for c in 0..chunks {
+            starts[c + 1] += starts[c];
+        }
+        let mut cursor: Vec<u32> = starts[..chunks].to_vec();
+        let mut entries = vec![EntryInput::default(); hashed.as_slice().len()];
+        let mut buf = [[Block::ZERO; B]; HASHES];
+        for (c, chunk) in blocks.chunks(B).enumerate() {
+            for (j, buf) in buf.iter_mut().enumerate() {
+                let buf = &mut buf[..chunk.len()];
+                buf.copy_from_slice(chunk);
+                dom.tccr_hash_with(buf, |_| j as u128);
+            }
+            for (k, y) in (c * B..c * B + chunk.len()).enumerate() {
+                for (j, &b) in hashed.bins(y).iter().enumerate() {
+                    let e = &mut cursor[b as usize / p.chunk];
+                    entries[*e as usize] = EntryInput {
+                        short: buf[j][k].0 & mask,
+                        bin: b,
+                        slot: perms[j][y] | ((j as u32) << 31),
+                    };
+                    *e += 1;
+                }
             }
         }
+        drop(cursor);
+        let (mut counts, mut scratch) = (Vec::new(), Vec::new());
+        for c in 0..chunks {
+            let run = &mut entries[starts[c] as usize..starts[c + 1] as usize];
+            sort_by_bin(run, c * p.chunk, p.chunk, &mut counts, &mut scratch);
+        }
+        Entries { starts, entries }
     }
-    entries
+
+    /// The entries of the bins of chunk `c` (none past the bins: the stash's chunks).
+    fn chunk(&self, c: usize) -> &[EntryInput] {
+        match (self.starts.get(c), self.starts.get(c + 1)) {
+            (Some(&s), Some(&e)) => &self.entries[s as usize..e as usize],
+            _ => &[],
+        }
+    }
+}
+
+/// Puts `run`, the entries of the `chunk` bins from `first`, in bin order (their order within
+/// a bin kept): a counting sort when the run fills its bins, else a comparison sort, so that a
+/// chunk costs no more than its entries where few of our items fall into many bins.
+fn sort_by_bin(
+    run: &mut [EntryInput],
+    first: usize,
+    chunk: usize,
+    counts: &mut Vec<u32>,
+    scratch: &mut Vec<EntryInput>,
+) {
+    if run.len() < chunk / 4 {
+        run.sort_unstable_by_key(|e| e.bin);
+        return;
+    }
+    counts.clear();
+    counts.resize(chunk + 1, 0);
+    for e in run.iter() {
+        counts[e.bin as usize - first + 1] += 1;
+    }
+    for b in 0..chunk {
+        counts[b + 1] += counts[b];
+    }
+    scratch.clear();
+    scratch.extend_from_slice(run);
+    for e in scratch.iter() {
+        let at = &mut counts[e.bin as usize - first];
+        run[*at as usize] = *e;
+        *at += 1;
+    }
 }
 
 /// A random permutation of `0..n` as positions: item `y` goes to `perm[y]`.
@@ -98,14 +167,17 @@ pub fn send<C: Channel + ?Sized>(
 
     let (n1, n2) = (run.session.receiver_size, items.len() as u64);
     let p = Params::new(run.session.lambda, n1, n2)?;
+    opts.check_memory(
+        "the sender's chunk index of the receiver's bins",
+        Entries::index_bytes(p.bins, p.chunk),
+    )?;
     let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
     let hashed = BinHasher::new(bin_seed(&run.session), HASHES, p.bins)?.hash_items(&blocks)?;
-    let table = SimpleTable::from_hashed(&hashed);
     let dom = domain_aes(&run.session);
     let mask = p.short_mask();
     // Each set j goes out in its own random order: item y's mask at position perms[j][y].
     let perms: [Vec<u32>; HASHES] = [permutation(items.len(), rng), permutation(items.len(), rng)];
-    let entries = entry_inputs(&table, &hashed, &blocks, &dom, mask, &perms);
+    let entries = Entries::build(&p, &hashed, &blocks, &dom, &perms);
     drop(hashed);
     // The table parameters arrive while we hash (the receiver builds its Cuckoo table first).
     let setup: Setup = recv_msg(ch, MSG_SETUP, 32)?;
@@ -128,7 +200,6 @@ pub fn send<C: Channel + ?Sized>(
     // are wiped when dropped.
     let mut stash_out = Zeroizing::new(vec![Block::ZERO; STASH * tb * N]);
     let total = p.virtual_bins();
-    let offsets = table.offsets();
     let (mut queries, mut tweaks) = (Vec::new(), Vec::new());
     let (mut out, mut sums) = (Zeroizing::new(Vec::new()), Zeroizing::new(Vec::new()));
     let mut lo = 0usize;
@@ -137,21 +208,13 @@ pub fn send<C: Channel + ?Sized>(
         let ots = kk.send_random(ch, (hi - lo) * tb)?;
         queries.clear();
         tweaks.clear();
-        let bins_hi = hi.min(p.bins);
-        let here = if lo < bins_hi {
-            &entries[offsets[lo] as usize..offsets[bins_hi] as usize]
-        } else {
-            &entries[..0]
-        };
-        let mut e = offsets[lo.min(p.bins)] as usize;
-        for b in lo..bins_hi {
-            let end = offsets[b + 1] as usize;
-            for en in &entries[e..end] {
-                let short = Block(en.short);
-                queries.extend((0..tb).map(|i| ((b - lo) * tb + i, block_of(short, i))));
-                tweaks.push(b as u32);
-            }
-            e = end;
+        // The chunk's entries, in bin order (chunks start at multiples of p.chunk).
+        let here = entries.chunk(lo / p.chunk);
+        for en in here {
+            let short = Block(en.short);
+            let b = en.bin as usize - lo;
+            queries.extend((0..tb).map(|i| (b * tb + i, block_of(short, i))));
+            tweaks.push(en.bin);
         }
         let bin_queries = queries.len();
         for vb in lo.max(p.bins)..hi {
