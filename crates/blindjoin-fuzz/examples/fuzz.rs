@@ -17,12 +17,17 @@ fn main() {
     let name = args.get(1).map_or("", String::as_str);
     let Some(target) = blindjoin_fuzz::target(name) else {
         let names: Vec<&str> = blindjoin_fuzz::TARGETS.iter().map(|t| t.name).collect();
-        eprintln!("usage: fuzz TARGET [INPUTS [SEED]], TARGET one of: {}", names.join(" "));
+        eprintln!(
+            "usage: fuzz TARGET [INPUTS [SEED]], TARGET one of: {}",
+            names.join(" ")
+        );
         std::process::exit(2);
     };
     let inputs: u64 = args.get(2).map_or(100_000, |s| s.parse().unwrap());
     let seed: u64 = args.get(3).map_or(1, |s| s.parse().unwrap());
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus").join(name);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus")
+        .join(name);
     let mut corpus: Vec<Vec<u8>> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| std::fs::read(e.unwrap().path()).unwrap())

@@ -12,7 +12,7 @@ use std::time::Duration;
 static ALLOC: CappedAlloc = CappedAlloc;
 
 /// Mutants per target in the smoke run.
-const MUTANTS: u64 = 400;
+const MUTANTS: u64 = 300;
 
 /// The slowest one input may be (a hang shows as far more).
 const SLOWEST: Duration = Duration::from_secs(3);

@@ -115,7 +115,9 @@ fn log2_binomial_half_tail_below(k: u32, d: u32) -> f64 {
 /// The search takes milliseconds (hundreds of candidate lengths, each a sum of exponentials)
 /// and every run asks for the same few values, so the answers are kept for the process.
 pub fn min_code_len(kappa: u32, lambda: u32, evaluations: u64) -> usize {
-    static KNOWN: Mutex<Vec<((u32, u32, u64), usize)>> = Mutex::new(Vec::new());
+    /// `((kappa, lambda, evaluations), k)` pairs.
+    type Known = Vec<((u32, u32, u64), usize)>;
+    static KNOWN: Mutex<Known> = Mutex::new(Vec::new());
     let key = (kappa, lambda, evaluations);
     let lock = || KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
     if let Some(&(_, k)) = lock().iter().find(|(q, _)| *q == key) {
