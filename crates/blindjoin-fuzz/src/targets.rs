@@ -34,7 +34,7 @@ mod base {
     pub(crate) const PSI: blindjoin_psi::BaseOt = blindjoin_psi::BaseOt::ChouOrlandi;
 }
 
-/// The session id of the OT targets (the OT layer runs without a handshake of its own).
+/// The id (`sid`) the OT targets run under (the OT layer has no handshake of its own).
 pub(crate) const OT_SID: [u8; 32] = [9; 32];
 
 fn outcome<T, E: Display>(r: Result<T, E>) -> Outcome {
