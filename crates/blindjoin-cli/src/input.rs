@@ -7,6 +7,7 @@
 use crate::error::{CliError, CliResult};
 use crate::normalize::Normalizer;
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::Path;
 
 /// The UTF-8 byte order mark, ignored at the start of a file.
@@ -26,7 +27,7 @@ pub struct InputSpec<'a> {
 /// An input file: its rows and their normalised keys.
 #[derive(Clone, Debug, Default)]
 pub struct Table {
-    /// The header record; present in CSV mode (unless the file is completely empty).
+    /// The header record; always present in CSV mode (a file without one is an error).
     pub header: Option<csv::ByteRecord>,
     /// Every data row as read (for writing matched rows back); in lines mode, one field per row
     /// holding the line (without its line ending).
@@ -46,17 +47,31 @@ pub struct Table {
 /// CSV mode (a column is given): comma-separated, RFC 4180 quoting, the first line is the
 /// header and every record must have as many fields as the header. A UTF-8 byte order mark at
 /// the start of the file is ignored, and the column is found by its header name with surrounding
-/// whitespace trimmed (the first such column if several have the name). A completely empty file
-/// has no header and no rows.
+/// whitespace trimmed (the first such column if several have the name). A file without a header
+/// (0 bytes, only a byte order mark, or only line endings) is an error, since it has no column
+/// of that name; a header without rows is a table of no rows.
 ///
 /// Lines mode: every line is a record (a trailing `\r` is stripped, as is a UTF-8 byte order mark
 /// at the start of the file); an empty line is a record with an empty key, but the empty
 /// remainder after the final line ending is not a record.
 pub fn read_table(spec: &InputSpec) -> CliResult<Table> {
-    let data = std::fs::read(spec.path).map_err(|source| CliError::File {
+    let file = std::fs::File::open(spec.path).map_err(|source| CliError::File {
         path: spec.path.to_path_buf(),
         source,
     })?;
+    read_table_from(spec, file)
+}
+
+/// [`read_table`] on the bytes of `reader` instead of the file at `spec.path`, which then only
+/// names the input in errors.
+pub fn read_table_from(spec: &InputSpec, mut reader: impl Read) -> CliResult<Table> {
+    let mut data = Vec::new();
+    reader
+        .read_to_end(&mut data)
+        .map_err(|source| CliError::File {
+            path: spec.path.to_path_buf(),
+            source,
+        })?;
     let data = data.strip_prefix(BOM).unwrap_or(&data);
     match spec.column {
         Some(column) => read_csv(spec, data, column),
@@ -166,7 +181,10 @@ fn read_csv(spec: &InputSpec, data: &[u8], column: &str) -> CliResult<Table> {
         .clone();
     if header.is_empty() {
         // No record at all: a completely empty file (or only line endings).
-        return Ok(b.table);
+        return Err(CliError::Usage(format!(
+            "{}: empty file: no header, so no column `{column}`",
+            spec.path.display()
+        )));
     }
     let name = |f: &[u8]| String::from_utf8_lossy(f).trim().to_owned();
     let wanted = column.trim();
@@ -434,16 +452,48 @@ mod tests {
 
     #[test]
     fn csv_empty_files() {
-        let (_f, t) = read(b"", Some("email"), Normalize::None);
-        let t = t.unwrap();
-        assert!(t.header.is_none());
-        assert!(t.rows.is_empty() && t.keys.is_empty() && t.row_key.is_empty());
+        // No header at all: an error naming the file and the column, whatever the bytes.
+        for content in [&b""[..], b"\xEF\xBB\xBF", b"\n", b"\r\n\r\n"] {
+            let (f, t) = read(content, Some("email"), Normalize::None);
+            let e = t.unwrap_err();
+            assert!(matches!(e, CliError::Usage(_)), "{e:?}");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "{}: empty file: no header, so no column `email`",
+                    f.path().display()
+                )
+            );
+        }
+        // A header and no rows: a table of no rows.
         let (_f, t) = read(b"id,email\n", Some("email"), Normalize::None);
         let t = t.unwrap();
         assert_eq!(t.header.as_ref().map(csv::ByteRecord::len), Some(2));
         assert!(t.rows.is_empty());
         let (_f, t) = read(b"id,email", Some("email"), Normalize::None);
         assert!(t.unwrap().rows.is_empty());
+    }
+
+    #[test]
+    fn any_reader_reads_as_the_file_does() {
+        let content = b"\xEF\xBB\xBFid,email\r\n1,A@x.org\r\n2,\"b@x.org\"\r\n3,a@X.org\r\n";
+        let normalizer = Normalizer {
+            kind: Normalize::Email,
+            country_code: None,
+        };
+        let f = file(content);
+        let spec = InputSpec {
+            path: f.path(),
+            column: Some("email"),
+            normalizer: &normalizer,
+        };
+        let from_file = read_table(&spec).unwrap();
+        let from_bytes = read_table_from(&spec, &content[..]).unwrap();
+        assert_eq!(keys(&from_file), vec![&b"a@x.org"[..], b"b@x.org"]);
+        assert_eq!(keys(&from_bytes), keys(&from_file));
+        assert_eq!(from_bytes.rows, from_file.rows);
+        assert_eq!(from_bytes.row_key, from_file.row_key);
+        assert_eq!(from_bytes.header, from_file.header);
     }
 
     #[test]

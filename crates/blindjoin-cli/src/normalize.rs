@@ -1,22 +1,65 @@
 //! Key normalisation: turns a raw key (a CSV field or a line) into the bytes both parties match.
 //!
 //! Both parties must choose the same normalisation, otherwise equal identifiers written
-//! differently do not match. A key that is empty or invalid after normalisation yields `None`;
-//! such rows take no part in the protocol and never match.
+//! differently do not match; [`Normalizer::handshake_params`] names it, so that a run whose two
+//! parties differ can be refused. A key that is empty or invalid after normalisation yields
+//! `None`; such rows take no part in the protocol and never match.
+//!
+//! What each normalisation does to a key, in order (`--normalize`):
+//!
+//! | kind | steps |
+//! | --- | --- |
+//! | `none` | nothing: the bytes as written |
+//! | `trim` | leading and trailing whitespace removed |
+//! | `nfc` | Unicode NFC (canonical composition), nothing else |
+//! | `lower` | trimmed, NFC, Unicode lower case, NFC again |
+//! | `email` | the same as `lower` |
+//! | `phone` | E.164-like `+<country code><number>` (see [`Normalizer::apply`]) |
+//!
+//! Whitespace is Unicode `White_Space` when the key is valid UTF-8 and ASCII whitespace
+//! otherwise. NFC (Unicode Standard Annex #15) makes the composed and decomposed spellings of
+//! one text the same bytes: `é` written as U+00E9 and as `e` followed by U+0301 both become
+//! U+00E9. It applies to keys that are valid UTF-8; other keys keep their bytes (and `lower`
+//! lower-cases only their ASCII letters). Lower-casing is Rust's `str::to_lowercase` (Unicode
+//! default case conversion, with the final-sigma rule); the second NFC makes its result NFC
+//! whatever the input was. Compatibility forms are not folded: `ﬁ` (U+FB01) stays, and
+//! full-width letters are not made ASCII.
 
-/// How keys are normalised before matching.
+use unicode_normalization::{UnicodeNormalization, is_nfc};
+
+/// How keys are normalised before matching (the steps are in the [module doc](self)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Normalize {
     /// The key exactly as written (only an empty key is dropped).
     None,
     /// Leading and trailing whitespace removed (Unicode whitespace for UTF-8 keys).
     Trim,
-    /// Trimmed and lower-cased (Unicode lower case for UTF-8 keys).
+    /// Unicode NFC (canonical composition) of UTF-8 keys, nothing else: composed and decomposed
+    /// spellings of one text become the same bytes; other keys are kept as written.
+    Nfc,
+    /// Trimmed, then NFC, then Unicode lower case, then NFC again; keys that are not UTF-8 are
+    /// trimmed of ASCII whitespace and get ASCII lower case only.
     Lower,
-    /// E-mail address: trimmed and lower-cased; provider rules (gmail dots, `+tag`) are not applied.
+    /// E-mail address: exactly `lower` (trimmed, NFC, lower-cased, NFC); provider rules (gmail
+    /// dots, `+tag`) are not applied.
     Email,
     /// Phone number in E.164 form `+<country code><number>`, 8 to 15 digits.
     Phone,
+}
+
+impl Normalize {
+    /// The name on the command line and in the handshake (`none`, `trim`, `nfc`, `lower`,
+    /// `email`, `phone`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Normalize::None => "none",
+            Normalize::Trim => "trim",
+            Normalize::Nfc => "nfc",
+            Normalize::Lower => "lower",
+            Normalize::Email => "email",
+            Normalize::Phone => "phone",
+        }
+    }
 }
 
 /// A configured normalisation.
@@ -35,13 +78,30 @@ const PHONE_MIN_DIGITS: usize = 8;
 const PHONE_MAX_DIGITS: usize = 15;
 
 impl Normalizer {
+    /// The handshake parameters that describe this normalisation, so that two parties whose
+    /// keys would be normalised differently refuse each other: `("normalize", kind)` with the
+    /// kind's [name](Normalize::name), and for [`Normalize::Phone`] with a country code,
+    /// `("country_code", code)` with the code's digits (a leading `+` removed, as
+    /// [`Normalizer::apply`] does). The country code is left out for the other kinds, which do
+    /// not use it, so it cannot make two runs that normalise alike refuse each other.
+    pub fn handshake_params(&self) -> Vec<(String, String)> {
+        let mut params = vec![("normalize".to_owned(), self.kind.name().to_owned())];
+        if let (Normalize::Phone, Some(cc)) = (self.kind, &self.country_code) {
+            let cc = cc.strip_prefix('+').unwrap_or(cc);
+            params.push(("country_code".to_owned(), cc.to_owned()));
+        }
+        params
+    }
+
     /// Returns the normalised key, or None when the key is empty/invalid after normalisation (such
     /// rows never match).
     ///
     /// * `None`: the bytes as they are.
     /// * `Trim`: without leading and trailing whitespace: Unicode `White_Space` when the key is
     ///   valid UTF-8, ASCII whitespace otherwise.
-    /// * `Lower`: trimmed, then Unicode lower case (ASCII lower case for keys that are not UTF-8).
+    /// * `Nfc`: the NFC form of a UTF-8 key; other keys as they are.
+    /// * `Lower`: trimmed, then NFC, Unicode lower case and NFC again (for keys that are not
+    ///   UTF-8: trimmed of ASCII whitespace, ASCII lower case).
     /// * `Email`: the same as `Lower`. Addresses are not validated and provider-specific rules
     ///   (ignoring dots or a `+tag` in gmail addresses) are deliberately not applied: they are not
     ///   universal, and both parties would have to agree on them.
@@ -57,6 +117,7 @@ impl Normalizer {
         let out = match self.kind {
             Normalize::None => raw.to_vec(),
             Normalize::Trim => trim(raw).to_vec(),
+            Normalize::Nfc => nfc_bytes(raw),
             Normalize::Lower | Normalize::Email => lower(trim(raw)),
             Normalize::Phone => phone(trim(raw), self.country_code.as_deref())?,
         };
@@ -72,10 +133,27 @@ fn trim(raw: &[u8]) -> &[u8] {
     }
 }
 
-/// Unicode lower case for UTF-8 keys, ASCII lower case for other keys.
+/// The NFC form of `s` (`s` itself if it is NFC already, the common case).
+fn nfc(s: &str) -> String {
+    if is_nfc(s) {
+        s.to_owned()
+    } else {
+        s.nfc().collect()
+    }
+}
+
+/// NFC for UTF-8 keys; other keys as they are.
+fn nfc_bytes(raw: &[u8]) -> Vec<u8> {
+    match std::str::from_utf8(raw) {
+        Ok(s) => nfc(s).into_bytes(),
+        Err(_) => raw.to_vec(),
+    }
+}
+
+/// NFC, Unicode lower case and NFC again for UTF-8 keys; ASCII lower case for other keys.
 fn lower(raw: &[u8]) -> Vec<u8> {
     match std::str::from_utf8(raw) {
-        Ok(s) => s.to_lowercase().into_bytes(),
+        Ok(s) => nfc(&nfc(s).to_lowercase()).into_bytes(),
         Err(_) => raw.to_ascii_lowercase(),
     }
 }
@@ -191,6 +269,100 @@ mod tests {
         assert_eq!(k.apply(b""), None);
         assert_eq!(k.apply(b"   "), None);
         assert_eq!(k.apply(b"X@\xffY"), ok(b"x@\xffy"));
+    }
+
+    #[test]
+    fn nfc_composes_and_does_nothing_else() {
+        let k = n(Normalize::Nfc);
+        // "José" decomposed (e + U+0301) and composed (U+00E9): the composed bytes.
+        assert_eq!(k.apply(b"Jose\xcc\x81"), ok(b"Jos\xc3\xa9"));
+        assert_eq!(k.apply(b"Jos\xc3\xa9"), ok(b"Jos\xc3\xa9"));
+        // Hangul: the jamo U+1100 U+1161 compose to U+AC00.
+        assert_eq!(k.apply(b"\xe1\x84\x80\xe1\x85\xa1"), ok(b"\xea\xb0\x80"));
+        // Canonical reordering: U+0323 (below) comes before U+0307 (above), then both compose.
+        assert_eq!(k.apply(b"s\xcc\x87\xcc\xa3"), ok(b"\xe1\xb9\xa9"));
+        // No trimming, no case change, no compatibility folding (U+FB01 stays).
+        assert_eq!(k.apply(b" A\xef\xac\x81 "), ok(b" A\xef\xac\x81 "));
+        // Not UTF-8: kept as written.
+        assert_eq!(k.apply(b"e\xcc\x81\xff"), ok(b"e\xcc\x81\xff"));
+        assert_eq!(k.apply(b""), None);
+    }
+
+    #[test]
+    fn lower_and_email_include_nfc() {
+        for kind in [Normalize::Lower, Normalize::Email] {
+            let k = n(kind);
+            // "JOSÉ@x.org" with a decomposed É (E + U+0301) and with a composed one (U+00C9).
+            assert_eq!(k.apply(b" JOSE\xcc\x81@X.org "), ok(b"jos\xc3\xa9@x.org"));
+            assert_eq!(k.apply(b"JOS\xc3\x89@X.org"), ok(b"jos\xc3\xa9@x.org"));
+            // Ångström sign U+212B: NFC makes it U+00C5, lower case U+00E5.
+            assert_eq!(k.apply(b"\xe2\x84\xab"), ok(b"\xc3\xa5"));
+            // A + U+030A (ring above) the same.
+            assert_eq!(k.apply(b"A\xcc\x8a"), ok(b"\xc3\xa5"));
+            // U+0130 (I with dot above) lower-cases to i + U+0307, which has no composed form.
+            assert_eq!(k.apply(b"\xc4\xb0"), ok(b"i\xcc\x87"));
+            // Not UTF-8: ASCII lower case only, the decomposed sequence before 0xFF kept.
+            assert_eq!(k.apply(b"E\xcc\x81\xff"), ok(b"e\xcc\x81\xff"));
+        }
+        // `trim` and `none` do not compose.
+        assert_eq!(n(Normalize::Trim).apply(b" e\xcc\x81 "), ok(b"e\xcc\x81"));
+        assert_eq!(n(Normalize::None).apply(b"e\xcc\x81"), ok(b"e\xcc\x81"));
+    }
+
+    #[test]
+    fn lower_output_is_nfc_for_every_char() {
+        // Lower-casing after NFC never leaves a key that NFC would change (checked per char,
+        // alone and after a base letter).
+        let k = n(Normalize::Lower);
+        for c in (0..=0x10_FFFFu32).filter_map(char::from_u32) {
+            for s in [c.to_string(), format!("a{c}")] {
+                if let Some(out) = k.apply(s.as_bytes()) {
+                    let out = String::from_utf8(out).unwrap();
+                    assert!(is_nfc(&out), "{:?}", s);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn names_and_handshake_params() {
+        use clap::ValueEnum;
+        for kind in Normalize::value_variants() {
+            let value = kind.to_possible_value().unwrap();
+            assert_eq!(value.get_name(), kind.name());
+        }
+        let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        assert_eq!(
+            n(Normalize::Email).handshake_params(),
+            vec![("normalize".to_owned(), "email".to_owned())]
+        );
+        assert_eq!(
+            n(Normalize::Nfc).handshake_params(),
+            vec![("normalize".to_owned(), "nfc".to_owned())]
+        );
+        assert_eq!(
+            cc("44").handshake_params(),
+            pairs(&[("normalize", "phone"), ("country_code", "44")])
+        );
+        // "+44" normalises as "44" does, so both announce the same.
+        assert_eq!(cc("+44").handshake_params(), cc("44").handshake_params());
+        assert_eq!(
+            n(Normalize::Phone).handshake_params(),
+            vec![("normalize".to_owned(), "phone".to_owned())]
+        );
+        // A country code has no effect on e-mail addresses, so it is not announced.
+        let email_with_cc = Normalizer {
+            kind: Normalize::Email,
+            country_code: Some("44".to_owned()),
+        };
+        assert_eq!(
+            email_with_cc.handshake_params(),
+            n(Normalize::Email).handshake_params()
+        );
     }
 
     #[test]

@@ -58,19 +58,6 @@ pub struct FileParty<'a> {
     pub alone_in_process: bool,
 }
 
-/// How keys were prepared, as handshake parameters: both parties must have normalised alike.
-fn key_params(n: &Normalizer) -> Vec<(String, String)> {
-    let kind = format!("{:?}", n.kind).to_lowercase();
-    let mut v = vec![("normalize".to_owned(), kind)];
-    if n.kind == crate::normalize::Normalize::Phone {
-        v.push((
-            "country_code".to_owned(),
-            n.country_code.clone().unwrap_or_else(|| "none".into()),
-        ));
-    }
-    v
-}
-
 /// The default bound on the peer's set size: what a data owner would accept without thinking
 /// twice, max(2^20, 4 × our own set size). A larger claim lets a fake receiver test that many
 /// guesses against the sender's set in one run.
@@ -105,7 +92,7 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<(RunReport, Table, Option<V
     let t = lap(&mut phases, "hash items", t);
 
     let mut opts = p.opts.clone();
-    opts.key_params = key_params(&p.normalizer);
+    opts.key_params = p.normalizer.handshake_params();
     opts.max_peer_set_size = p
         .max_peer_size
         .unwrap_or_else(|| default_max_peer_size(items.len()));

@@ -29,7 +29,7 @@
 //! uncertain: the receiver writes only after both digests agreed and the sender's stream ended.
 
 use crate::channel::transcript::{Digests, Transcript};
-use crate::channel::{Channel, FrameSender, recv_msg, send_msg};
+use crate::channel::{Channel, FrameSender, recv_msg};
 use crate::error::peer_text;
 use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
@@ -62,6 +62,26 @@ fn confirmation(d: Digests, failure: Option<String>) -> Confirmation {
     }
 }
 
+fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    postcard::to_stdvec(value).map_err(|e| Error::InvalidParam {
+        field: "message",
+        reason: format!("cannot encode: {e}"),
+    })
+}
+
+/// The frame of a confirmation carrying `digests` and `failure` (as the parties send it; for
+/// tests and fuzzing).
+pub fn confirmation_frame(digests: Digests, failure: Option<&str>) -> Result<Vec<u8>> {
+    encode(&confirmation(digests, failure.map(reason)))
+}
+
+/// The frame of a final verdict (as the receiver sends it; for tests and fuzzing).
+pub fn final_verdict_frame(failure: Option<&str>) -> Result<Vec<u8>> {
+    encode(&FinalVerdict {
+        failure: failure.map(reason),
+    })
+}
+
 fn mismatch() -> Error {
     Error::CheckFailed(
         "the two sides saw different messages: the connection changed, dropped or repeated data \
@@ -80,11 +100,7 @@ fn reason(e: &str) -> String {
 /// output in place and then calls [`receiver_final`].
 pub fn receiver_confirm<C: Channel>(ch: &mut Transcript<C>, failure: Option<&str>) -> Result<()> {
     let ours = ch.digests();
-    send_msg(
-        ch,
-        MSG_CONFIRMATION,
-        &confirmation(ours, failure.map(reason)),
-    )?;
+    ch.send(MSG_CONFIRMATION, &confirmation_frame(ours, failure)?)?;
     if failure.is_some() {
         // Our own error is what the caller reports; the sender learns it from our message.
         return Ok(());
@@ -114,13 +130,7 @@ fn expect_end<C: Channel>(ch: &mut C, last: &'static str) -> Result<()> {
 /// The receiver's last message: its final verdict (`None` once its output is in place); then
 /// it closes its direction.
 pub fn receiver_final<C: Channel>(ch: &mut C, failure: Option<&str>) -> Result<()> {
-    let sent = send_msg(
-        ch,
-        MSG_FINAL_VERDICT,
-        &FinalVerdict {
-            failure: failure.map(reason),
-        },
-    );
+    let sent = final_verdict_frame(failure).and_then(|f| ch.send(MSG_FINAL_VERDICT, &f));
     ch.close();
     sent
 }
@@ -136,14 +146,11 @@ pub fn sender_confirm<C: Channel>(ch: &mut Transcript<C>) -> Result<()> {
     if theirs.sent != ours.received || theirs.received != ours.sent {
         let e = mismatch();
         // Best effort: the receiver learns why; our own error is what we report.
-        let _ = send_msg(
-            ch,
-            MSG_CONFIRMATION,
-            &confirmation(ours, Some(e.to_string())),
-        );
+        let _ = confirmation_frame(ours, Some(&e.to_string()))
+            .and_then(|f| ch.send(MSG_CONFIRMATION, &f));
         return Err(e);
     }
-    send_msg(ch, MSG_CONFIRMATION, &confirmation(ours, None))?;
+    ch.send(MSG_CONFIRMATION, &confirmation_frame(ours, None)?)?;
     // Nothing more from us: the receiver checks that our stream ends here.
     ch.close();
     let last: FinalVerdict = recv_msg(ch, MSG_FINAL_VERDICT, MAX_LEN)?;

@@ -152,12 +152,17 @@ fn link_hello(link: &mut Link) -> Result<()> {
         }
         Err(e) => return Err(e),
     };
-    if peer != LINK_HELLO {
+    check_link_hello(&peer)
+}
+
+/// Checks the peer's link hello frame.
+pub fn check_link_hello(frame: &[u8]) -> Result<()> {
+    if frame != LINK_HELLO {
         return Err(Error::malformed(
             MSG_LINK_HELLO,
             format!(
                 "the peer is not a blindjoin endpoint of this version (it sent `{}`)",
-                peer_text(&String::from_utf8_lossy(&peer))
+                peer_text(&String::from_utf8_lossy(frame))
             ),
         ));
     }

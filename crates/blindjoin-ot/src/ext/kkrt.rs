@@ -69,7 +69,7 @@ use blindjoin_core::channel::Channel;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
 use rayon::prelude::*;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 /// Name of the receiver's u columns (one frame per chunk of OTs).
@@ -111,7 +111,28 @@ fn log2_binomial_half_tail_below(k: u32, d: u32) -> f64 {
 
 /// The smallest code length k (bits) with `evaluations · Pr[Binomial(k, 1/2) < kappa] ≤
 /// 2^-lambda` (the module doc's bound). `evaluations` is clamped to at least 1.
+///
+/// The search takes milliseconds (hundreds of candidate lengths, each a sum of exponentials)
+/// and every run asks for the same few values, so the answers are kept for the process.
 pub fn min_code_len(kappa: u32, lambda: u32, evaluations: u64) -> usize {
+    /// `((kappa, lambda, evaluations), k)` pairs.
+    type Known = Vec<((u32, u32, u64), usize)>;
+    static KNOWN: Mutex<Known> = Mutex::new(Vec::new());
+    let key = (kappa, lambda, evaluations);
+    let lock = || KNOWN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(&(_, k)) = lock().iter().find(|(q, _)| *q == key) {
+        return k;
+    }
+    let k = search_code_len(kappa, lambda, evaluations);
+    let mut known = lock();
+    if known.len() < 64 {
+        known.push((key, k));
+    }
+    k
+}
+
+/// [`min_code_len`] without the kept answers: a scan up from k = `kappa`.
+fn search_code_len(kappa: u32, lambda: u32, evaluations: u64) -> usize {
     let log_e = (evaluations.max(1) as f64).log2();
     let mut k = kappa;
     while log_e + log2_binomial_half_tail_below(k, kappa) > -f64::from(lambda) {

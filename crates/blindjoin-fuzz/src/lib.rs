@@ -1,0 +1,116 @@
+//! Fuzz targets for every decoder of blindjoin that reads peer or file input.
+//!
+//! Each target is a plain function `fn(&[u8]) -> Outcome` ([`TARGETS`]): the AFL++ harness
+//! (`crates/blindjoin-fuzz/afl`, built with `cargo afl`) calls it on the fuzzer's inputs, and
+//! this crate's smoke test (`tests/smoke.rs`, part of `cargo test --workspace`) runs it on the
+//! committed seed corpus (`corpus/<target>/`) and on deterministic mutations of it
+//! ([`mutate`]). An input may make a target return `Ok` or a clean `Err` (whose text is
+//! formatted, so error display is exercised too); a panic, a hang or an allocation above
+//! [`alloc::CAP`] is a finding. `docs/FUZZING.md` records the campaigns and how to rerun them.
+//!
+//! The targets drive public entry points only, with a fake peer whose frames come from the
+//! input ([`frames`]):
+//!
+//! | target | the party under test | what the input is |
+//! | --- | --- | --- |
+//! | `hello` | [`handshake`](blindjoin_core::handshake::handshake) | the peer's hello frame |
+//! | `verdict` | the same | the peer's verdict frame, after a valid hello |
+//! | `kkrt16`, `cm20`, `psz14`, `ecdh`, `naive` | `Protocol::receive` or `Protocol::send` | a selector byte, then the peer's frames after a valid handshake |
+//! | `base_ot` | Chou-Orlandi sender or receiver (and the ideal base OT's receiver) | a selector byte, then the peer's frames |
+//! | `ot_ext` | IKNP, KOS, KK13 and KKRT in the roles that read | three selector bytes, then the peer's frames |
+//! | `csv` | `blindjoin_cli::input::read_table_from`, CSV mode | a selector byte, then the file |
+//! | `lines` | the same, one key per line | a selector byte, then the file |
+//! | `link` | `blindjoin_core::transport::check_link_hello` | the peer's link hello frame |
+//! | `finish` | `blindjoin_core::finish` in either role, over the transcript wrapper | a selector byte, then the peer's frames |
+//!
+//! The fake peer's frames are queued on an in-memory channel before the party under test
+//! starts, and the peer's sending direction is then closed: the party reads them in order and
+//! gets [`Error::PeerClosed`](blindjoin_core::Error::PeerClosed) once they are used up, so no
+//! run ever waits. The party's RNG is seeded, and the fake peer's handshake is the real one
+//! with a seeded RNG, so a run is a function of its input alone.
+
+pub mod alloc;
+pub mod frames;
+pub mod mutate;
+mod peer;
+pub mod seeds;
+mod targets;
+
+pub use targets::{
+    fuzz_base_ot, fuzz_cm20, fuzz_csv, fuzz_ecdh, fuzz_finish, fuzz_hello, fuzz_kkrt16, fuzz_lines,
+    fuzz_link, fuzz_naive, fuzz_ot_ext, fuzz_psz14, fuzz_verdict,
+};
+
+/// What a target returns: `Ok` or the text of a clean error. Anything else (a panic, a hang, an
+/// oversized allocation) is a finding.
+pub type Outcome = Result<(), String>;
+
+/// A fuzz target: its name (the corpus directory and the AFL binary's argument) and function.
+#[derive(Clone, Copy, Debug)]
+pub struct Target {
+    /// The name: `corpus/<name>/` holds its seeds.
+    pub name: &'static str,
+    /// The target.
+    pub run: fn(&[u8]) -> Outcome,
+}
+
+/// Every target, in the order of the table in the crate doc.
+pub static TARGETS: &[Target] = &[
+    Target {
+        name: "hello",
+        run: fuzz_hello,
+    },
+    Target {
+        name: "verdict",
+        run: fuzz_verdict,
+    },
+    Target {
+        name: "kkrt16",
+        run: fuzz_kkrt16,
+    },
+    Target {
+        name: "cm20",
+        run: fuzz_cm20,
+    },
+    Target {
+        name: "psz14",
+        run: fuzz_psz14,
+    },
+    Target {
+        name: "ecdh",
+        run: fuzz_ecdh,
+    },
+    Target {
+        name: "naive",
+        run: fuzz_naive,
+    },
+    Target {
+        name: "base_ot",
+        run: fuzz_base_ot,
+    },
+    Target {
+        name: "ot_ext",
+        run: fuzz_ot_ext,
+    },
+    Target {
+        name: "csv",
+        run: fuzz_csv,
+    },
+    Target {
+        name: "lines",
+        run: fuzz_lines,
+    },
+    Target {
+        name: "link",
+        run: fuzz_link,
+    },
+    Target {
+        name: "finish",
+        run: fuzz_finish,
+    },
+];
+
+/// The target named `name`.
+pub fn target(name: &str) -> Option<&'static Target> {
+    TARGETS.iter().find(|t| t.name == name)
+}

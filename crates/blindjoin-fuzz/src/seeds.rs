@@ -1,0 +1,472 @@
+//! The seed corpus: valid messages captured from real runs (each target's party under test
+//! against a real peer, with the frames it received recorded), and hand-written inputs that
+//! end in each kind of error. `examples/seeds.rs` writes them to `corpus/<target>/`; the smoke
+//! test regenerates them and checks that each still ends as its name says (`ok-…` or `err-…`).
+
+use crate::frames::join;
+use crate::peer::{OURS_SEED, PEER_SEED, peer_handshake};
+use crate::targets::{
+    BaseOtMode, OtExtCase, OtExtMode, ProtocolCase, hello_ours, hello_peer, run_base_ot,
+    run_base_ot_peer, run_ot_ext, run_ot_ext_peer, run_party,
+};
+use blindjoin_core::Result;
+use blindjoin_core::channel::memory::memory_pair;
+use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
+use blindjoin_core::handshake::{MAGIC, Role};
+use blindjoin_psi::Protocol;
+use blindjoin_psi::protocols::ALL;
+use std::time::Duration;
+
+/// One seed input.
+#[derive(Clone, Debug)]
+pub struct Seed {
+    /// The target it is for.
+    pub target: &'static str,
+    /// Its file name: `ok-…` if the target returns `Ok` on it, `err-…` if a clean error,
+    /// `any-…` if either.
+    pub name: String,
+    /// The input.
+    pub data: Vec<u8>,
+}
+
+impl Seed {
+    /// Whether the target returns `Ok` on this seed (`Some(true)`), a clean error
+    /// (`Some(false)`) or either (`None`), by the name's prefix.
+    pub fn expect_ok(&self) -> Option<bool> {
+        if self.name.starts_with("ok-") {
+            Some(true)
+        } else if self.name.starts_with("err-") {
+            Some(false)
+        } else {
+            None
+        }
+    }
+}
+
+/// A channel that keeps a copy of every frame it receives, through [`Channel::split`] too.
+struct Recorder<C> {
+    inner: C,
+    received: Vec<Vec<u8>>,
+}
+
+impl<C: Channel> FrameSender for Recorder<C> {
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+        FrameSender::send(&mut self.inner, msg, frame)
+    }
+
+    fn close(&mut self) {
+        FrameSender::close(&mut self.inner);
+    }
+}
+
+impl<C: Channel> FrameReceiver for Recorder<C> {
+    fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
+        let frame = FrameReceiver::recv(&mut self.inner, what, max_len)?;
+        self.received.push(frame.clone());
+        Ok(frame)
+    }
+}
+
+/// The receiving half of a split [`Recorder`].
+struct RecordingHalf<'a> {
+    inner: Box<dyn FrameReceiver + 'a>,
+    log: &'a mut Vec<Vec<u8>>,
+}
+
+impl FrameReceiver for RecordingHalf<'_> {
+    fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
+        let frame = self.inner.recv(what, max_len)?;
+        self.log.push(frame.clone());
+        Ok(frame)
+    }
+}
+
+impl<C: Channel> Channel for Recorder<C> {
+    fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
+        let (rx, tx) = self.inner.split();
+        let rx = RecordingHalf {
+            inner: rx,
+            log: &mut self.received,
+        };
+        (Box::new(rx), tx)
+    }
+}
+
+/// Runs `ours` against `peer` (two threads, an in-memory channel) and returns the result of
+/// `ours` and every frame it received.
+fn record<A, B>(ours: A, peer: B) -> (Result<()>, Vec<Vec<u8>>)
+where
+    A: FnOnce(&mut dyn Channel) -> Result<()> + Send,
+    B: FnOnce(&mut dyn Channel) -> Result<()> + Send,
+{
+    let (a, mut b) = memory_pair(Duration::from_secs(30));
+    std::thread::scope(|s| {
+        let h = s.spawn(move || {
+            let r = peer(&mut b);
+            drop(b);
+            r
+        });
+        let mut rec = Recorder {
+            inner: a,
+            received: Vec::new(),
+        };
+        let r = ours(&mut rec);
+        let frames = std::mem::take(&mut rec.received);
+        drop(rec);
+        // The peer's own result does not matter: what it sent is recorded.
+        let _ = h.join();
+        (r, frames)
+    })
+}
+
+fn outcome_name(r: &Result<()>, name: &str) -> String {
+    format!("{}-{name}", if r.is_ok() { "ok" } else { "err" })
+}
+
+/// Recorded runs of `p`: the party under test in both roles, at several sizes.
+fn protocol_seeds(p: &'static Protocol) -> Vec<Seed> {
+    // Indices into `targets::SIZES`: (3, 5), (5, 3), (0, 2), (21, 8), (1, 1).
+    let sizes = [(3u8, 4u8), (4, 3), (0, 2), (7, 5), (1, 1)];
+    let mut out = Vec::new();
+    for we_receive in [true, false] {
+        for (ours, peer) in sizes {
+            let case = ProtocolCase {
+                we_receive,
+                ours,
+                peer,
+            };
+            let offset = usize::from(ours);
+            let (r, frames) = record(
+                |ch| run_party(p, case, ch, OURS_SEED, 0),
+                |ch| run_party(p, case.flipped(), ch, PEER_SEED, offset),
+            );
+            let mut data = vec![case.to_byte()];
+            // The target queues the handshake itself: the seed is what follows it.
+            data.extend(join(frames.get(2..).unwrap_or_default()));
+            let role = if we_receive { "receiver" } else { "sender" };
+            out.push(Seed {
+                target: p.name,
+                name: outcome_name(&r, &format!("{role}-{ours}-{peer}")),
+                data,
+            });
+        }
+    }
+    // A run whose peer announced other sizes than the party expects: frames of the wrong size.
+    let case = ProtocolCase {
+        we_receive: true,
+        ours: 3,
+        peer: 4,
+    };
+    let (_, frames) = record(
+        |ch| run_party(p, case, ch, OURS_SEED, 0),
+        |ch| run_party(p, case.flipped(), ch, PEER_SEED, 1),
+    );
+    let other = ProtocolCase {
+        we_receive: true,
+        ours: 4,
+        peer: 3,
+    };
+    let mut data = vec![other.to_byte()];
+    data.extend(join(frames.get(2..).unwrap_or_default()));
+    out.push(Seed {
+        target: p.name,
+        name: "any-receiver-sizes-swapped".to_owned(),
+        data,
+    });
+    out
+}
+
+fn base_ot_seeds() -> Vec<Seed> {
+    let mut out = Vec::new();
+    for (i, mode) in [
+        BaseOtMode::CoSender,
+        BaseOtMode::CoReceiver,
+        BaseOtMode::IdealReceiver,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for n in [0usize, 1, 4] {
+            let (r, frames) = record(
+                |ch| run_base_ot(mode, n, ch, OURS_SEED),
+                |ch| run_base_ot_peer(mode, n, ch, PEER_SEED),
+            );
+            let mut data = vec![(i + 3 * n) as u8];
+            data.extend(join(&frames));
+            out.push(Seed {
+                target: "base_ot",
+                name: outcome_name(&r, &format!("{mode:?}-{n}").to_lowercase()),
+                data,
+            });
+        }
+    }
+    out
+}
+
+fn ot_ext_seeds() -> Vec<Seed> {
+    use OtExtMode::*;
+    let cases = [
+        (IknpSender, 0, [5, 3]),
+        (IknpSender, 0, [130, 0]),
+        (IknpCorrelated, 0, [5, 3]),
+        (IknpChosen, 0, [7, 1]),
+        (KosSender, 0, [5, 3]),
+        (KosReceiver, 0, [5, 3]),
+        (Kk13Sender, 1, [5, 3]),
+        (Kk13Sender, 8, [9, 0]),
+        (KkrtSender, 1, [5, 3]),
+        (KkrtSender, 4, [3, 1]),
+    ];
+    let mut out = Vec::new();
+    for (mode, param, batches) in cases {
+        let case = OtExtCase {
+            mode,
+            param,
+            batches,
+        };
+        let (r, frames) = record(
+            |ch| run_ot_ext(case, ch, OURS_SEED),
+            |ch| run_ot_ext_peer(case, ch, PEER_SEED),
+        );
+        let mut data = case.to_bytes().to_vec();
+        data.extend(join(&frames));
+        let name = format!("{mode:?}-{param}-{}-{}", batches[0], batches[1]).to_lowercase();
+        out.push(Seed {
+            target: "ot_ext",
+            name: outcome_name(&r, &name),
+            data,
+        });
+    }
+    out
+}
+
+fn hello_seeds() -> Vec<Seed> {
+    let ours = hello_ours();
+    let hello = |name: &str, edit: &dyn Fn(&mut blindjoin_core::handshake::SessionConfig)| {
+        let mut peer = hello_peer();
+        edit(&mut peer);
+        let data = peer_handshake(&ours, &peer)
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        Seed {
+            target: "hello",
+            name: name.to_owned(),
+            data,
+        }
+    };
+    let mut out = vec![
+        hello("ok-valid", &|_| {}),
+        hello("err-protocol", &|c| c.protocol = "ecdh".to_owned()),
+        hello("err-role", &|c| c.role = Role::Receiver),
+        hello("err-kappa", &|c| c.kappa = 256),
+        hello("err-lambda", &|c| c.lambda = 41),
+        hello("err-param-value", &|c| c.params[1].1 = "three".to_owned()),
+        hello("err-param-missing", &|c| {
+            c.params.pop();
+        }),
+        hello("err-param-escapes", &|c| {
+            c.params
+                .push(("gamma\u{1b}[31m".to_owned(), "x\u{202e}\n".repeat(40)));
+        }),
+        hello("err-param-twice", &|c| c.params.push(c.params[0].clone())),
+        hello("err-set-size", &|c| c.set_size = 1001),
+        hello("err-set-size-max", &|c| c.set_size = u64::MAX),
+    ];
+    let valid = out[0].data.clone();
+    let mut version = valid.clone();
+    if let Some(v) = version.get_mut(MAGIC.len()) {
+        // Another wire version than ours.
+        *v = blindjoin_core::handshake::WIRE_VERSION.wrapping_add(1) as u8;
+    }
+    let mut trailing = valid.clone();
+    trailing.push(0);
+    let truncated = valid[..valid.len() / 2].to_vec();
+    for (name, data) in [
+        ("err-version", version),
+        ("err-trailing", trailing),
+        ("err-truncated", truncated),
+        ("err-not-blindjoin", b"GET / HTTP/1.1\r\n\r\n".to_vec()),
+        ("err-empty", Vec::new()),
+    ] {
+        out.push(Seed {
+            target: "hello",
+            name: name.to_owned(),
+            data,
+        });
+    }
+    out
+}
+
+fn verdict_seeds() -> Vec<Seed> {
+    let go = peer_handshake(&hello_ours(), &hello_peer());
+    let mut strict = hello_peer();
+    strict.max_peer_set_size = 2;
+    let refusal = peer_handshake(&hello_ours(), &strict);
+    // postcard's Some(String): 1, the length as a varint (one byte below 128), the bytes.
+    let reason = "\u{1b}[2J2026-11-23 ok: \u{202e}fake line\r\n".as_bytes();
+    // The verdict is { refusal: Option<String>, confirm: [u8; 32] }.
+    let mut escapes = vec![1, reason.len() as u8];
+    escapes.extend_from_slice(reason);
+    escapes.extend_from_slice(&[0; 32]);
+    let mut long = vec![1, 0x90, 0x03];
+    long.extend(std::iter::repeat_n(b'x', 400));
+    long.extend_from_slice(&[0; 32]);
+    [
+        ("ok-go", go.get(1).cloned().unwrap_or_default()),
+        ("err-refusal", refusal.get(1).cloned().unwrap_or_default()),
+        ("err-escapes", escapes),
+        ("err-long", long),
+        ("err-trailing", vec![0, 0]),
+        ("err-not-utf8", vec![1, 2, 0xff, 0xfe]),
+        ("err-empty", Vec::new()),
+    ]
+    .into_iter()
+    .map(|(name, data)| Seed {
+        target: "verdict",
+        name: name.to_owned(),
+        data,
+    })
+    .collect()
+}
+
+fn input_seeds() -> Vec<Seed> {
+    // Selector: normalisation `b % 6` (none, trim, nfc, lower, email, phone), country code 44
+    // if `(b / 6) % 2 == 1`, CSV column `(b / 12) % 4` (email, " email ", id, missing).
+    let csv: [(&str, u8, &[u8]); 10] = [
+        (
+            "ok-email",
+            4,
+            b"id,name,email\n1,\"Kowalski, Anna\",Anna@X.org\n2,\"multi\nline\",\"bob@y.org\"\n3,,\n4,x, ANNA@x.org \n",
+        ),
+        (
+            "ok-bom-crlf-padded",
+            4 + 12,
+            b"\xEF\xBB\xBF id , email \r\n1,A@x\r\n\r\n2,\"b\"\"q\"\"@y\"\r\n",
+        ),
+        (
+            "ok-phone-cc",
+            5 + 6 + 24,
+            b"id,name\n+44 20 7946 0958,a\n020 7946 0958,b\n(555) 123-4567,c\n0044 20,d\n",
+        ),
+        (
+            "ok-nfc",
+            2,
+            "email\nJos\u{e9}\nJose\u{301}\n\u{212b}\n".as_bytes(),
+        ),
+        ("ok-lower-not-utf8", 3, b"email\nAB\xc0C\n\xff\xfe\n"),
+        ("ok-header-only", 0, b"id,email\n"),
+        ("err-empty", 0, b""),
+        ("err-unequal", 0, b"id,email\n1,a\n2\n"),
+        ("err-open-quote", 0, b"id,email\n1,\"a\n2,b\n"),
+        ("err-missing-column", 36, b"id,email\n1,a\n"),
+    ];
+    let lines: [(&str, u8, &[u8]); 5] = [
+        ("ok-crlf-empty", 0, b"a\r\nb\r\n\r\na\n\nc"),
+        (
+            "ok-trim-unicode",
+            1,
+            " \u{a0}Zo\u{eb}\u{3000}\n\t\n".as_bytes(),
+        ),
+        (
+            "ok-email-nfc",
+            4,
+            "Jose\u{301}@X.org\nJOS\u{c9}@x.org\n".as_bytes(),
+        ),
+        (
+            "ok-phone",
+            5,
+            b"+1 (555) 123-4567\n0044 20 7946 0958\n12\n+44x\n",
+        ),
+        ("ok-bom-only", 0, b"\xEF\xBB\xBF"),
+    ];
+    let mut out = Vec::new();
+    for (target, seeds) in [("csv", &csv[..]), ("lines", &lines[..])] {
+        for (name, sel, content) in seeds {
+            let mut data = vec![*sel];
+            data.extend_from_slice(content);
+            out.push(Seed {
+                target,
+                name: (*name).to_owned(),
+                data,
+            });
+        }
+    }
+    out
+}
+
+/// Every seed of every target (protocols of the registry without a target of their own have
+/// none). The protocol, base-OT and OT-extension seeds are recorded from
+/// real runs (over the ideal base OT with the `ideal-base-ot` feature).
+pub fn generate() -> Vec<Seed> {
+    let mut out = hello_seeds();
+    out.extend(verdict_seeds());
+    for p in ALL.iter().filter(|p| crate::target(p.name).is_some()) {
+        out.extend(protocol_seeds(p));
+    }
+    out.extend(base_ot_seeds());
+    out.extend(ot_ext_seeds());
+    out.extend(input_seeds());
+    out.extend(link_seeds());
+    out.extend(finish_seeds());
+    out
+}
+
+fn link_seeds() -> Vec<Seed> {
+    use blindjoin_core::transport::LINK_HELLO;
+    let mut other = LINK_HELLO.to_vec();
+    if let Some(last) = other.last_mut() {
+        *last = b'9';
+    }
+    [
+        ("ok-hello", LINK_HELLO.to_vec()),
+        ("err-version", other),
+        ("err-http", b"GET / HTTP/1.1\r\n".to_vec()),
+        ("err-empty", Vec::new()),
+    ]
+    .into_iter()
+    .map(|(name, data)| Seed {
+        target: "link",
+        name: name.to_owned(),
+        data,
+    })
+    .collect()
+}
+
+fn finish_seeds() -> Vec<Seed> {
+    use blindjoin_core::channel::transcript::Transcript;
+    use blindjoin_core::finish::{confirmation_frame, final_verdict_frame};
+    // The digests of a run in which nothing else was exchanged, as the party under test
+    // computes them.
+    let (fresh, _keep) = memory_pair(Duration::from_secs(1));
+    let none = Transcript::new(fresh).digests();
+    let conf = |f: Option<&str>| confirmation_frame(none, f).unwrap_or_default();
+    let fin = |f: Option<&str>| final_verdict_frame(f).unwrap_or_default();
+    let mut wrong = none;
+    wrong.sent[0] ^= 1;
+    let bad = confirmation_frame(wrong, None).unwrap_or_default();
+    let seed = |name: &str, sel: u8, frames: &[Vec<u8>]| {
+        let mut data = vec![sel];
+        data.extend(join(frames));
+        Seed {
+            target: "finish",
+            name: name.to_owned(),
+            data,
+        }
+    };
+    vec![
+        seed("ok-sender", 0, &[conf(None), fin(None)]),
+        seed("err-sender-receiver-failed", 0, &[conf(Some("disk full"))]),
+        seed(
+            "err-sender-final-failure",
+            0,
+            &[conf(None), fin(Some("disk full"))],
+        ),
+        seed("err-sender-digests", 0, &[bad.clone(), fin(None)]),
+        seed("err-sender-extra", 0, &[conf(None), fin(None), fin(None)]),
+        seed("ok-receiver", 1, &[conf(None)]),
+        seed("err-receiver-digests", 1, &[bad]),
+        seed("err-receiver-extra", 1, &[conf(None), conf(None)]),
+        seed("err-receiver-silent", 1, &[]),
+    ]
+}

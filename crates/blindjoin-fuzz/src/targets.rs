@@ -1,0 +1,608 @@
+//! The targets (see the table in the crate doc) and the selector bytes that configure them.
+
+use crate::Outcome;
+use crate::frames::split;
+use crate::peer::{OURS_SEED, against, peer_handshake, rng};
+use blindjoin_cli::input::{InputSpec, read_table_from};
+use blindjoin_cli::normalize::{Normalize, Normalizer};
+use blindjoin_core::Block;
+use blindjoin_core::handshake::{Role, SessionConfig, handshake};
+use blindjoin_core::item::{Item, items_from_records};
+use blindjoin_ot::base::{BaseOtReceiver, BaseOtSender, ChouOrlandiReceiver, ChouOrlandiSender};
+use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender};
+use blindjoin_ot::ext::kk13::Kk13Sender;
+use blindjoin_ot::ext::kkrt::KkrtSender;
+use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
+use blindjoin_psi::protocols::{cm20, ecdh, kkrt16, naive, psz14};
+use blindjoin_psi::{Protocol, RunOptions};
+use std::fmt::Display;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// The base OT under the extensions and the protocols: the ideal one with the `ideal-base-ot`
+/// feature (so inputs reach the later messages cheaply), Chou-Orlandi without it.
+#[cfg(feature = "ideal-base-ot")]
+mod base {
+    pub(crate) type Sender = blindjoin_ot::base::ideal::IdealBaseOtSender;
+    pub(crate) type Receiver = blindjoin_ot::base::ideal::IdealBaseOtReceiver;
+    pub(crate) const PSI: blindjoin_psi::BaseOt = blindjoin_psi::BaseOt::Ideal;
+}
+#[cfg(not(feature = "ideal-base-ot"))]
+mod base {
+    pub(crate) type Sender = blindjoin_ot::base::ChouOrlandiSender;
+    pub(crate) type Receiver = blindjoin_ot::base::ChouOrlandiReceiver;
+    pub(crate) const PSI: blindjoin_psi::BaseOt = blindjoin_psi::BaseOt::ChouOrlandi;
+}
+
+/// The id (`sid`) the OT targets run under (the OT layer has no handshake of its own).
+pub(crate) const OT_SID: [u8; 32] = [9; 32];
+
+fn outcome<T, E: Display>(r: Result<T, E>) -> Outcome {
+    r.map(|_| ()).map_err(|e| e.to_string())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Handshake
+
+/// The configuration of the party under test in `hello` and `verdict`.
+pub(crate) fn hello_ours() -> SessionConfig {
+    let mut c = SessionConfig::new("fuzz", Role::Receiver, 3);
+    c.params = vec![
+        ("alpha".to_owned(), "1".to_owned()),
+        ("beta".to_owned(), "two".to_owned()),
+    ];
+    c.max_peer_set_size = 1000;
+    c
+}
+
+/// The configuration of a peer that `hello_ours` accepts.
+pub(crate) fn hello_peer() -> SessionConfig {
+    let mut c = hello_ours();
+    c.role = Role::Sender;
+    c.set_size = 5;
+    c
+}
+
+/// The valid peer's hello and its go-ahead verdict.
+fn valid_peer_frames() -> &'static [Vec<u8>] {
+    static FRAMES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    FRAMES.get_or_init(|| peer_handshake(&hello_ours(), &hello_peer()))
+}
+
+fn run_handshake(frames: &[&[u8]]) -> Outcome {
+    outcome(against(frames.iter().copied(), |ch| {
+        handshake(ch, &hello_ours(), &mut rng(OURS_SEED))
+    }))
+}
+
+/// The handshake with `data` as the peer's hello frame, followed by a go-ahead verdict.
+pub fn fuzz_hello(data: &[u8]) -> Outcome {
+    let go = valid_peer_frames().get(1).map_or(&[][..], Vec::as_slice);
+    run_handshake(&[data, go])
+}
+
+/// The handshake with a valid peer hello and `data` as the peer's verdict frame.
+pub fn fuzz_verdict(data: &[u8]) -> Outcome {
+    let hello = valid_peer_frames().first().map_or(&[][..], Vec::as_slice);
+    run_handshake(&[hello, data])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Protocols
+
+/// The set sizes a protocol target's selector byte picks from.
+pub const SIZES: [usize; 8] = [0, 1, 2, 3, 5, 8, 13, 21];
+
+/// A protocol target's configuration, from its first input byte: bit 0 the role of the party
+/// under test (0: receiver, 1: sender), bits 1-3 its set size and bits 4-6 the peer's (indices
+/// into [`SIZES`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProtocolCase {
+    /// Whether the party under test is the receiver.
+    pub we_receive: bool,
+    /// Index into [`SIZES`] of the party under test's set size.
+    pub ours: u8,
+    /// Index into [`SIZES`] of the fake peer's set size.
+    pub peer: u8,
+}
+
+impl ProtocolCase {
+    /// The case a selector byte picks.
+    pub fn from_byte(b: u8) -> Self {
+        ProtocolCase {
+            we_receive: b & 1 == 0,
+            ours: (b >> 1) & 7,
+            peer: (b >> 4) & 7,
+        }
+    }
+
+    /// The selector byte of this case.
+    pub fn to_byte(self) -> u8 {
+        u8::from(!self.we_receive) | (self.ours & 7) << 1 | (self.peer & 7) << 4
+    }
+
+    /// The same run seen from the peer.
+    pub fn flipped(self) -> Self {
+        ProtocolCase {
+            we_receive: !self.we_receive,
+            ours: self.peer,
+            peer: self.ours,
+        }
+    }
+
+    fn sizes(self) -> (usize, usize) {
+        (
+            SIZES[usize::from(self.ours & 7)],
+            SIZES[usize::from(self.peer & 7)],
+        )
+    }
+}
+
+/// The options of both parties in the protocol targets.
+pub(crate) fn run_options() -> RunOptions {
+    RunOptions {
+        base_ot: base::PSI,
+        ..RunOptions::default()
+    }
+}
+
+/// The items of a party of `n` records, `key-<offset>` on.
+pub(crate) fn items(n: usize, offset: usize) -> Vec<Item> {
+    let records: Vec<String> = (offset..offset + n).map(|i| format!("key-{i}")).collect();
+    items_from_records(&records)
+}
+
+/// The handshake configurations of the party under test and of the peer in `case`.
+pub(crate) fn protocol_configs(p: &Protocol, case: ProtocolCase) -> (SessionConfig, SessionConfig) {
+    let opts = run_options();
+    let (ours, peer) = case.sizes();
+    let (our_role, peer_role) = if case.we_receive {
+        (Role::Receiver, Role::Sender)
+    } else {
+        (Role::Sender, Role::Receiver)
+    };
+    (
+        opts.session_config(p.name, our_role, ours, (p.params)(&opts)),
+        opts.session_config(p.name, peer_role, peer, (p.params)(&opts)),
+    )
+}
+
+/// Runs the party under test of `case` on `ch`, with its [`items`] from `offset` on.
+pub(crate) fn run_party(
+    p: &Protocol,
+    case: ProtocolCase,
+    ch: &mut dyn blindjoin_core::channel::Channel,
+    seed: u64,
+    offset: usize,
+) -> blindjoin_core::Result<()> {
+    let opts = run_options();
+    let items = items(case.sizes().0, offset);
+    if case.we_receive {
+        p.receive(ch, &items, &opts, &mut rng(seed)).map(|_| ())
+    } else {
+        p.send(ch, &items, &opts, &mut rng(seed)).map(|_| ())
+    }
+}
+
+fn fuzz_protocol(p: &Protocol, data: &[u8]) -> Outcome {
+    let Some((&sel, rest)) = data.split_first() else {
+        return Ok(());
+    };
+    let case = ProtocolCase::from_byte(sel);
+    let (ours, peer) = protocol_configs(p, case);
+    let hs = peer_handshake(&ours, &peer);
+    let frames = hs.iter().map(Vec::as_slice).chain(split(rest));
+    outcome(against(frames, |ch| run_party(p, case, ch, OURS_SEED, 0)))
+}
+
+/// `kkrt16` in either role against a peer whose frames after the handshake are the input's.
+pub fn fuzz_kkrt16(data: &[u8]) -> Outcome {
+    fuzz_protocol(&kkrt16::PROTOCOL, data)
+}
+
+/// `cm20` in either role (see [`fuzz_kkrt16`]).
+pub fn fuzz_cm20(data: &[u8]) -> Outcome {
+    fuzz_protocol(&cm20::PROTOCOL, data)
+}
+
+/// `psz14` in either role (see [`fuzz_kkrt16`]).
+pub fn fuzz_psz14(data: &[u8]) -> Outcome {
+    fuzz_protocol(&psz14::PROTOCOL, data)
+}
+
+/// `ecdh` in either role (see [`fuzz_kkrt16`]).
+pub fn fuzz_ecdh(data: &[u8]) -> Outcome {
+    fuzz_protocol(&ecdh::PROTOCOL, data)
+}
+
+/// `naive` in either role (see [`fuzz_kkrt16`]).
+pub fn fuzz_naive(data: &[u8]) -> Outcome {
+    fuzz_protocol(&naive::PROTOCOL, data)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Base OT
+
+/// The base-OT target's modes: the party under test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BaseOtMode {
+    /// The Chou-Orlandi sender (reads the receiver's points R_i).
+    CoSender,
+    /// The Chou-Orlandi receiver (reads the sender's point S).
+    CoReceiver,
+    /// The ideal base OT's receiver (reads the keys; with the `ideal-base-ot` feature, else the
+    /// Chou-Orlandi receiver).
+    IdealReceiver,
+}
+
+/// The base-OT target's configuration, from its first byte: mode `b % 3`, n = `(b / 3) % 5`.
+pub fn base_ot_case(b: u8) -> (BaseOtMode, usize) {
+    let mode = match b % 3 {
+        0 => BaseOtMode::CoSender,
+        1 => BaseOtMode::CoReceiver,
+        _ => BaseOtMode::IdealReceiver,
+    };
+    (mode, usize::from(b / 3) % 5)
+}
+
+/// The choice bits of a base-OT or OT-extension receiver of `n` OTs.
+pub(crate) fn choices(n: usize) -> Vec<bool> {
+    (0..n).map(|i| i % 3 == 1).collect()
+}
+
+/// Runs the base-OT party of `mode` with `n` OTs on `ch`.
+pub(crate) fn run_base_ot(
+    mode: BaseOtMode,
+    n: usize,
+    ch: &mut dyn blindjoin_core::channel::Channel,
+    seed: u64,
+) -> blindjoin_core::Result<()> {
+    let mut r = rng(seed);
+    match mode {
+        BaseOtMode::CoSender => ChouOrlandiSender::default()
+            .send_random(ch, &OT_SID, n, &mut r)
+            .map(|_| ()),
+        BaseOtMode::CoReceiver => ChouOrlandiReceiver::default()
+            .receive_random(ch, &OT_SID, &choices(n), &mut r)
+            .map(|_| ()),
+        BaseOtMode::IdealReceiver => base::Receiver::default()
+            .receive_random(ch, &OT_SID, &choices(n), &mut r)
+            .map(|_| ()),
+    }
+}
+
+/// The peer's side of [`run_base_ot`] (for recorded seeds).
+pub(crate) fn run_base_ot_peer(
+    mode: BaseOtMode,
+    n: usize,
+    ch: &mut dyn blindjoin_core::channel::Channel,
+    seed: u64,
+) -> blindjoin_core::Result<()> {
+    let mut r = rng(seed);
+    match mode {
+        BaseOtMode::CoSender => ChouOrlandiReceiver::default()
+            .receive_random(ch, &OT_SID, &choices(n), &mut r)
+            .map(|_| ()),
+        BaseOtMode::CoReceiver => ChouOrlandiSender::default()
+            .send_random(ch, &OT_SID, n, &mut r)
+            .map(|_| ()),
+        BaseOtMode::IdealReceiver => base::Sender::default()
+            .send_random(ch, &OT_SID, n, &mut r)
+            .map(|_| ()),
+    }
+}
+
+/// Chou-Orlandi (and the ideal base OT's receiver) against frames from the input.
+pub fn fuzz_base_ot(data: &[u8]) -> Outcome {
+    let Some((&sel, rest)) = data.split_first() else {
+        return Ok(());
+    };
+    let (mode, n) = base_ot_case(sel);
+    outcome(against(split(rest), |ch| {
+        run_base_ot(mode, n, ch, OURS_SEED)
+    }))
+}
+
+// ---------------------------------------------------------------------------------------------
+// OT extensions
+
+/// The OT-extension target's modes: an extension in a role that reads the peer's messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OtExtMode {
+    /// IKNP sender, random OTs (reads the u columns).
+    IknpSender,
+    /// IKNP receiver, correlated OTs (reads the y values).
+    IknpCorrelated,
+    /// IKNP receiver, chosen-message OTs (reads the y pairs).
+    IknpChosen,
+    /// KOS sender (reads the u columns and the check values).
+    KosSender,
+    /// KOS receiver (reads the challenge seed).
+    KosReceiver,
+    /// KK13 sender (reads the u columns), η from the parameter.
+    Kk13Sender,
+    /// KKRT sender (reads the u columns), code width from the parameter.
+    KkrtSender,
+}
+
+/// The OT-extension target's configuration, from its first three bytes: the mode is
+/// `b0 % 7` and its parameter `b0 / 7` (KK13: η = parameter % 12, KKRT: width = parameter %
+/// 10, both including values the extensions refuse); two batches of `b1` and `b2 % 64` OTs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OtExtCase {
+    /// The party under test.
+    pub mode: OtExtMode,
+    /// η of KK13 or the width of KKRT.
+    pub param: u8,
+    /// The sizes of the two batches.
+    pub batches: [usize; 2],
+}
+
+impl OtExtCase {
+    /// The case the first three input bytes pick.
+    pub fn from_bytes(b: [u8; 3]) -> Self {
+        let mode = match b[0] % 7 {
+            0 => OtExtMode::IknpSender,
+            1 => OtExtMode::IknpCorrelated,
+            2 => OtExtMode::IknpChosen,
+            3 => OtExtMode::KosSender,
+            4 => OtExtMode::KosReceiver,
+            5 => OtExtMode::Kk13Sender,
+            _ => OtExtMode::KkrtSender,
+        };
+        OtExtCase {
+            mode,
+            param: b[0] / 7,
+            batches: [usize::from(b[1]), usize::from(b[2] % 64)],
+        }
+    }
+
+    /// The selector bytes of this case (`param` below 37).
+    pub fn to_bytes(self) -> [u8; 3] {
+        let mode = match self.mode {
+            OtExtMode::IknpSender => 0,
+            OtExtMode::IknpCorrelated => 1,
+            OtExtMode::IknpChosen => 2,
+            OtExtMode::KosSender => 3,
+            OtExtMode::KosReceiver => 4,
+            OtExtMode::Kk13Sender => 5,
+            OtExtMode::KkrtSender => 6,
+        };
+        [
+            mode + 7 * self.param.min(36),
+            self.batches[0].min(255) as u8,
+            self.batches[1].min(63) as u8,
+        ]
+    }
+
+    fn eta(self) -> u32 {
+        u32::from(self.param % 12)
+    }
+
+    fn width(self) -> usize {
+        usize::from(self.param % 10)
+    }
+}
+
+/// KK13 choices below 2^η.
+fn kk13_choices(n: usize, eta: u32) -> Vec<u32> {
+    let mask = (1u64 << eta.min(31)) - 1;
+    (0..n as u64).map(|i| ((i * 7 + 3) & mask) as u32).collect()
+}
+
+/// KKRT inputs.
+fn kkrt_inputs(n: usize) -> Vec<Block> {
+    (0..n as u128).map(|i| Block(i * 0x9e37 + 5)).collect()
+}
+
+/// Runs the extension party of `case` on `ch`.
+pub(crate) fn run_ot_ext(
+    case: OtExtCase,
+    ch: &mut dyn blindjoin_core::channel::Channel,
+    seed: u64,
+) -> blindjoin_core::Result<()> {
+    let mut r = rng(seed);
+    let sid = &OT_SID;
+    match case.mode {
+        OtExtMode::IknpSender => {
+            let mut s = IknpSender::setup(&mut base::Receiver::default(), ch, sid, &mut r)?;
+            for m in case.batches {
+                s.send_random(ch, &mut vec![[Block::ZERO; 2]; m])?;
+            }
+        }
+        OtExtMode::IknpCorrelated | OtExtMode::IknpChosen => {
+            let mut rc = IknpReceiver::setup(&mut base::Sender::default(), ch, sid, &mut r)?;
+            for m in case.batches {
+                let mut out = vec![Block::ZERO; m];
+                if case.mode == OtExtMode::IknpCorrelated {
+                    rc.receive_correlated(ch, &choices(m), &mut out)?;
+                } else {
+                    rc.receive_chosen(ch, &choices(m), &mut out)?;
+                }
+            }
+        }
+        OtExtMode::KosSender => {
+            let mut s = KosSender::setup(&mut base::Receiver::default(), ch, sid, &mut r)?;
+            for m in case.batches {
+                s.send_random(ch, &mut vec![[Block::ZERO; 2]; m])?;
+            }
+        }
+        OtExtMode::KosReceiver => {
+            let mut rc = KosReceiver::setup(&mut base::Sender::default(), ch, sid, &mut r)?;
+            for m in case.batches {
+                rc.receive_random(ch, &choices(m), &mut vec![Block::ZERO; m])?;
+            }
+        }
+        OtExtMode::Kk13Sender => {
+            let mut s =
+                Kk13Sender::setup(&mut base::Receiver::default(), case.eta(), ch, sid, &mut r)?;
+            for m in case.batches {
+                let out = s.send_random(ch, m)?;
+                s.recycle(out);
+            }
+        }
+        OtExtMode::KkrtSender => {
+            let mut s = KkrtSender::setup(
+                &mut base::Receiver::default(),
+                case.width(),
+                ch,
+                sid,
+                &mut r,
+            )?;
+            for m in case.batches {
+                let out = s.send(ch, m)?;
+                s.recycle(out);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The peer's side of [`run_ot_ext`] (for recorded seeds).
+pub(crate) fn run_ot_ext_peer(
+    case: OtExtCase,
+    ch: &mut dyn blindjoin_core::channel::Channel,
+    seed: u64,
+) -> blindjoin_core::Result<()> {
+    use blindjoin_ot::ext::kk13::Kk13Receiver;
+    use blindjoin_ot::ext::kkrt::KkrtReceiver;
+    let mut r = rng(seed);
+    let sid = &OT_SID;
+    match case.mode {
+        OtExtMode::IknpSender => {
+            let mut rc = IknpReceiver::setup(&mut base::Sender::default(), ch, sid, &mut r)?;
+            for m in case.batches {
+                rc.receive_random(ch, &choices(m), &mut vec![Block::ZERO; m])?;
+            }
+        }
+        OtExtMode::IknpCorrelated | OtExtMode::IknpChosen => {
+            let mut s = IknpSender::setup(&mut base::Receiver::default(), ch, sid, &mut r)?;
+            for m in case.batches {
+                if case.mode == OtExtMode::IknpCorrelated {
+                    s.send_correlated(ch, Block(0x5eed), &mut vec![Block::ZERO; m])?;
+                } else {
+                    let messages: Vec<[Block; 2]> =
+                        (0..m as u128).map(|i| [Block(i), Block(!i)]).collect();
+                    s.send_chosen(ch, &messages)?;
+                }
+            }
+        }
+        OtExtMode::KosSender => {
+            let mut rc = KosReceiver::setup(&mut base::Sender::default(), ch, sid, &mut r)?;
+            for m in case.batches {
+                rc.receive_random(ch, &choices(m), &mut vec![Block::ZERO; m])?;
+            }
+        }
+        OtExtMode::KosReceiver => {
+            let mut s = KosSender::setup(&mut base::Receiver::default(), ch, sid, &mut r)?;
+            for m in case.batches {
+                s.send_random(ch, &mut vec![[Block::ZERO; 2]; m])?;
+            }
+        }
+        OtExtMode::Kk13Sender => {
+            let eta = case.eta();
+            let mut rc = Kk13Receiver::setup(&mut base::Sender::default(), eta, ch, sid, &mut r)?;
+            for m in case.batches {
+                rc.receive_random(ch, &kk13_choices(m, eta), &mut vec![Block::ZERO; m])?;
+            }
+        }
+        OtExtMode::KkrtSender => {
+            let w = case.width();
+            let mut rc = KkrtReceiver::setup(&mut base::Sender::default(), w, ch, sid, &mut r)?;
+            for m in case.batches {
+                rc.receive(ch, &kkrt_inputs(m), &mut vec![Block::ZERO; m])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// IKNP, KOS, KK13 and KKRT in the roles that read the peer's messages, against frames from the
+/// input (after three selector bytes, [`OtExtCase`]).
+pub fn fuzz_ot_ext(data: &[u8]) -> Outcome {
+    let Some((sel, rest)) = data.split_first_chunk::<3>() else {
+        return Ok(());
+    };
+    let case = OtExtCase::from_bytes(*sel);
+    outcome(against(split(rest), |ch| run_ot_ext(case, ch, OURS_SEED)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// CLI input
+
+/// The normalisations an input target's selector picks from.
+const KINDS: [Normalize; 6] = [
+    Normalize::None,
+    Normalize::Trim,
+    Normalize::Nfc,
+    Normalize::Lower,
+    Normalize::Email,
+    Normalize::Phone,
+];
+
+/// The columns the CSV target's selector picks from.
+const COLUMNS: [&str; 4] = ["email", " email ", "id", "missing"];
+
+/// The normaliser of an input target's selector byte: kind `b % 6`, country code 44 if
+/// `(b / 6)` is odd.
+fn normalizer(b: u8) -> Normalizer {
+    Normalizer {
+        kind: KINDS[usize::from(b % 6)],
+        country_code: ((b / 6) % 2 == 1).then(|| "44".to_owned()),
+    }
+}
+
+fn read(column: Option<&str>, sel: u8, content: &[u8]) -> Outcome {
+    let normalizer = normalizer(sel);
+    let spec = InputSpec {
+        path: Path::new("fuzz-input"),
+        column,
+        normalizer: &normalizer,
+    };
+    outcome(read_table_from(&spec, content).map(|t| t.rows_of_keys(&[0, 1, 3])))
+}
+
+/// `read_table_from` in CSV mode: the first byte picks the normalisation ([`normalizer`]) and,
+/// with `(b / 12) % 4`, the column; the rest is the file.
+pub fn fuzz_csv(data: &[u8]) -> Outcome {
+    let Some((&sel, rest)) = data.split_first() else {
+        return Ok(());
+    };
+    read(Some(COLUMNS[usize::from(sel / 12) % 4]), sel, rest)
+}
+
+/// `read_table_from` in lines mode: the first byte picks the normalisation, the rest is the
+/// file.
+pub fn fuzz_lines(data: &[u8]) -> Outcome {
+    let Some((&sel, rest)) = data.split_first() else {
+        return Ok(());
+    };
+    read(None, sel, rest)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Link hello and the end-of-run confirmation
+
+/// The link hello check on `data` as the peer's link hello frame.
+pub fn fuzz_link(data: &[u8]) -> Outcome {
+    outcome(blindjoin_core::transport::check_link_hello(data))
+}
+
+/// The end-of-run confirmation (`blindjoin_core::finish`): a selector byte (even: we are the
+/// sender, odd: the receiver), then the peer's frames.
+pub fn fuzz_finish(data: &[u8]) -> Outcome {
+    use blindjoin_core::channel::transcript::Transcript;
+    use blindjoin_core::finish;
+    let Some((&sel, rest)) = data.split_first() else {
+        return Ok(());
+    };
+    outcome(against(split(rest), |ch| {
+        let mut t = Transcript::new(ch);
+        if sel % 2 == 0 {
+            finish::sender_confirm(&mut t)
+        } else {
+            finish::receiver_confirm(&mut t, None)?;
+            finish::receiver_final(&mut t, None)
+        }
+    }))
+}
