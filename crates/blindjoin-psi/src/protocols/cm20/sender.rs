@@ -272,8 +272,41 @@ impl Slot {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn columns_longer_than_a_frame_continue_the_prg_stream() {
+        // m = 2^24: a column of 2 MiB in two Δ frames; C_j = G(k_j) ⊕ Δ_j over the whole
+        // column although G is generated a frame at a time.
+        let p = Params::new(128, 40, 1 << 24, 10).unwrap();
+        assert_eq!(p.frames_per_column(), 2);
+        let keys = vec![[3u8; 16]; p.w];
+        let mut slot = Slot::new(1);
+        slot.delta[0] = (0..2u8)
+            .map(|f| (0..p.frame_len()).map(|i| (i as u8) ^ f).collect())
+            .collect();
+        let prf = Prf::new(&[1; 16], p.prf_blocks);
+        for bit in [true, false] {
+            let s = vec![bit; p.w];
+            let mut rows: Vec<&mut [u8]> = vec![&mut []];
+            slot.run(&p, &prf, &[], &keys, &s, Span { first: 0, len: 1 }, &mut rows);
+            let mut g = vec![Block::ZERO; p.m / 128];
+            AesPrg::new(Block::from_bytes(keys[0])).fill_blocks(&mut g);
+            let words = &slot.cols[0].words;
+            assert_eq!(words.len(), p.m / 64);
+            for (i, w) in words.iter().enumerate() {
+                let b = g[i / 2].0;
+                let gw = if i % 2 == 0 { b as u64 } else { (b >> 64) as u64 };
+                let (f, at) = (i * 8 / p.frame_len(), i * 8 % p.frame_len());
+                let mut d = [0u8; 8];
+                d.copy_from_slice(&slot.delta[0][f][at..at + 8]);
+                let d = if bit { u64::from_le_bytes(d) } else { 0 };
+                assert_eq!(*w, gw ^ d, "word {i}");
+            }
+        }
+    }
 
     #[test]
     fn xor_if_applies_the_frame_exactly_when_the_bit_is_set() {
