@@ -74,7 +74,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run both parties on generated data over loopback TCP and print a summary.
+    /// Run both parties on generated data over loopback TLS and print a summary.
     #[command(after_help = protocols_help())]
     Demo(DemoArgs),
     /// Be the receiver: learn which of your rows the sender also has.
@@ -88,7 +88,7 @@ enum Command {
     /// Make this party's TLS identity: NAME.key (private, mode 0600) and NAME.crt (self-signed);
     /// prints the certificate's fingerprint to give the peer.
     Keygen(keygen::KeygenArgs),
-    /// Benchmark a protocol over loopback TCP against the plaintext hash join.
+    /// Benchmark a protocol over loopback (TCP or TLS) against the plaintext hash join.
     #[command(after_help = protocols_help())]
     Bench(bench::BenchArgs),
     /// One party of a benchmark (started by `bench`).

@@ -28,7 +28,9 @@ pub struct RunOptions {
     pub kappa: u32,
     /// Statistical security parameter λ in bits (default 40).
     pub lambda: u32,
-    /// The largest set the peer may announce (default 2³²).
+    /// The largest set the peer may announce (default 2³², and never more than the hashing
+    /// layer's 2³⁰; the CLI's default is max(2^20, 4 × its own set size)). A receiver learns,
+    /// for every key it announces, whether the sender has it.
     pub max_peer_set_size: u64,
     /// If given, the peer must announce exactly this many items.
     pub expected_peer_set_size: Option<u64>,
