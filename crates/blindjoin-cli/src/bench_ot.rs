@@ -1,7 +1,9 @@
 //! `blindjoin bench-ot`: OT extension end to end, both parties as two processes over loopback
 //! TCP, one handshake, the base OTs and `--count` random OTs in batches of 2^20.
 
-use crate::bench::{median, open_party_link, party_link, print_result, run_pair, write_results};
+use crate::bench::{
+    BenchTls, Transport, median, open_party_link, party_link, print_result, run_pair, write_results,
+};
 use crate::cli::parse_size;
 use crate::error::{CliError, CliResult};
 use crate::report::process_cpu_seconds;
@@ -66,6 +68,9 @@ pub struct BenchOtArgs {
     /// Directory for `ot-<kind>.json` and `.md`.
     #[arg(long, value_name = "DIR", default_value = "bench/out")]
     out: PathBuf,
+    /// The connection: plain TCP, or TLS 1.3 with pinned certificates.
+    #[arg(long, value_enum, default_value = "tcp")]
+    transport: Transport,
 }
 
 /// Hidden `bench-ot-party` options.
@@ -278,12 +283,19 @@ pub fn run(a: &BenchOtArgs, threads: Option<usize>) -> CliResult<()> {
             "--reps and --count must be at least 1".into(),
         ));
     }
-    let args: Vec<String> = vec![
+    let tls = match a.transport {
+        Transport::Tls => Some(BenchTls::new()?),
+        Transport::Tcp => None,
+    };
+    let mut args: Vec<String> = vec![
         "--kind".into(),
         a.kind.name().into(),
         "--count".into(),
         a.count.to_string(),
     ];
+    if let Some(t) = &tls {
+        args.extend(t.args());
+    }
     let mut reps: Vec<(OtPartyResult, OtPartyResult)> = Vec::new();
     for _ in 0..a.reps {
         reps.push(run_pair(threads.unwrap_or(1), "bench-ot-party", &args)?);

@@ -531,6 +531,29 @@ fn a_peer_that_is_not_blindjoin_is_dropped_and_the_listener_waits_for_the_right_
 }
 
 #[test]
+fn gen_takes_sizes_in_the_bench_notation() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    let out = run(&["gen", "--size", "2^10", "--overlap", "1e2", s(&a), s(&b)]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.ends_with("100 people in both (column `email` or `phone`)\n"),
+        "{err}"
+    );
+    // The same files as the plain notation writes.
+    let (c, d) = (dir.path().join("c.csv"), dir.path().join("d.csv"));
+    let out = run(&["gen", "--size", "1024", "--overlap", "100", s(&c), s(&d)]);
+    assert!(out.status.success());
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&c).unwrap());
+    assert_eq!(std::fs::read(&b).unwrap(), std::fs::read(&d).unwrap());
+}
+
+#[test]
 fn demo_verifies_itself() {
     let out = run(&["demo", "--size", "600"]);
     assert!(
@@ -567,6 +590,8 @@ fn bench_runs_two_processes_and_checks_the_result() {
         "300,2^7",
         "--reps",
         "1",
+        "--transport",
+        "tcp,tls",
         "--out",
         s(dir.path()),
     ]);
@@ -577,7 +602,8 @@ fn bench_runs_two_processes_and_checks_the_result() {
     );
     let rows: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let md = std::fs::read_to_string(dir.path().join("ecdh-1t.md")).unwrap();
-    assert_eq!(md.lines().count(), 4, "{md}");
+    // Two sizes, each over plain TCP and over TLS.
+    assert_eq!(md.lines().count(), 6, "{md}");
     assert!(
         md.lines()
             .nth(2)
@@ -585,9 +611,23 @@ fn bench_runs_two_processes_and_checks_the_result() {
             .starts_with("| ecdh | 256 | 300 | 1 |"),
         "{md}"
     );
+    assert!(
+        md.lines()
+            .nth(3)
+            .unwrap()
+            .starts_with("| ecdh (TLS) | 256 | 300 | 1 |"),
+        "{md}"
+    );
     assert_eq!(rows[0]["n_recv"], 256);
     assert_eq!(rows[0]["n_send"], 300);
-    assert_eq!(rows[1]["n_send"], 128);
+    assert_eq!(rows[0]["transport"], "tcp");
+    assert_eq!(rows[1]["transport"], "tls");
+    // The protocol's bytes do not depend on the transport (TLS records are below the frames).
+    assert_eq!(
+        rows[0]["bytes_sender_to_receiver"],
+        rows[1]["bytes_sender_to_receiver"]
+    );
+    assert_eq!(rows[2]["n_send"], 128);
     // Receiver sends its hello and 256 points; tags are 40 + ⌈log2(256·300)⌉ = 57 bits = 8 bytes.
     let hello = rows[0]["bytes_receiver_to_sender"].as_u64().unwrap() - (256 * 32 + 4);
     assert_eq!(
