@@ -3,6 +3,7 @@
 //! non-zero exit and no output file.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use blindjoin_testkit::relay::{Direction, Fault, FaultAt, Relay};
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -1030,37 +1031,17 @@ fn a_hello_changed_in_transit_fails_both_sides_before_the_protocol() {
         "--output",
         s(&out),
     ]);
-    let relay = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let relay_addr = relay.local_addr().unwrap().to_string();
-    let t = std::thread::spawn(move || {
-        use std::io::{Read, Write};
-        let (mut down, _) = relay.accept().unwrap();
-        let mut up = std::net::TcpStream::connect(&addr).unwrap();
-        let (mut down2, mut up2) = (down.try_clone().unwrap(), up.try_clone().unwrap());
-        let back = std::thread::spawn(move || {
-            let _ = std::io::copy(&mut up2, &mut down2);
-        });
-        // Frames from the sender: link hello, then the hello, whose last byte is flipped.
-        let mut frame = |flip: bool| -> bool {
-            let mut h = [0u8; 4];
-            if down.read_exact(&mut h).is_err() {
-                return false;
-            }
-            let mut p = vec![0u8; u32::from_le_bytes(h) as usize];
-            if down.read_exact(&mut p).is_err() {
-                return false;
-            }
-            if flip {
-                *p.last_mut().unwrap() ^= 1;
-            }
-            up.write_all(&h).and_then(|()| up.write_all(&p)).is_ok()
-        };
-        frame(false);
-        frame(true);
-        let _ = std::io::copy(&mut down, &mut up);
-        let _ = up.shutdown(std::net::Shutdown::Write);
-        let _ = back.join();
-    });
+    // Frame 0 is the link hello, frame 1 the hello.
+    let relay = Relay::start(
+        addr.parse().unwrap(),
+        Some(FaultAt {
+            direction: Direction::ToListener,
+            frame: 1,
+            fault: Fault::FlipLastByte,
+        }),
+    )
+    .unwrap();
+    let relay_addr = relay.addr().to_string();
     let o = run(&[
         "send",
         "--connect",
@@ -1081,7 +1062,7 @@ fn a_hello_changed_in_transit_fails_both_sides_before_the_protocol() {
         "{rerr}"
     );
     assert!(!out.exists());
-    t.join().unwrap();
+    assert!(relay.finish().applied);
 }
 
 /// Peak resident memory of a finished child (wait4's `ru_maxrss`), in bytes, and whether it

@@ -61,6 +61,9 @@ pub enum Fault {
     /// Flip the lowest bit of the payload's middle byte, or of the header's first byte when the
     /// payload is empty (the frame then announces one byte, taken from what follows).
     FlipByte,
+    /// Flip the lowest bit of the payload's last byte (of the header's first byte when the
+    /// payload is empty): e.g. the nonce at the end of a hello.
+    FlipLastByte,
     /// Forward the header and half the payload (half the header when the payload is empty),
     /// then close both connections.
     Truncate,
@@ -81,6 +84,7 @@ impl std::fmt::Display for Fault {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Fault::FlipByte => f.write_str("flip"),
+            Fault::FlipLastByte => f.write_str("flip the last byte"),
             Fault::Truncate => f.write_str("truncate"),
             Fault::Drop => f.write_str("drop"),
             Fault::Duplicate => f.write_str("duplicate"),
@@ -374,11 +378,11 @@ fn forward(
         frame.extend_from_slice(&payload);
         let ok = match hit.map(|f| f.fault) {
             None => send(&mut dst, &frame, trickle),
-            Some(Fault::FlipByte) => {
-                let at = if payload.is_empty() {
-                    0
-                } else {
-                    HEADER_LEN + payload.len() / 2
+            Some(f @ (Fault::FlipByte | Fault::FlipLastByte)) => {
+                let at = match (payload.len(), f) {
+                    (0, _) => 0,
+                    (n, Fault::FlipLastByte) => HEADER_LEN + n - 1,
+                    (n, _) => HEADER_LEN + n / 2,
                 };
                 frame[at] ^= 1;
                 send(&mut dst, &frame, trickle)
@@ -505,6 +509,13 @@ mod tests {
         assert!(r.applied);
         assert_eq!(got, concat(&[b"abc", b"", b"hemlo"]));
         assert_eq!(r.frames(Direction::ToListener), [3, 0, 5]);
+    }
+
+    #[test]
+    fn flip_last_changes_the_last_payload_bit() {
+        let (got, r) = three_frames(at(Direction::ToListener, 2, Fault::FlipLastByte));
+        assert!(r.applied);
+        assert_eq!(got, concat(&[b"abc", b"", b"helln"]));
     }
 
     #[test]

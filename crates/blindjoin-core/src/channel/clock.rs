@@ -101,7 +101,12 @@ impl std::error::Error for DeadlinePassed {}
 
 /// Maps an I/O error of a send of message `msg` on a clocked socket to the library's error.
 pub fn map_send_io(err: io::Error, msg: &'static str, limits: &Limits) -> Error {
-    match map_io(err, msg, limits) {
+    as_send_error(map_io(err, msg, limits))
+}
+
+/// An error met while sending: a closed connection is a failed send of that message.
+pub fn as_send_error(e: Error) -> Error {
+    match e {
         Error::PeerClosed { during } => Error::SendFailed { sending: during },
         other => other,
     }

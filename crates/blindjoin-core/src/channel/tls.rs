@@ -20,7 +20,7 @@
 //! sending half encrypts under the lock and writes to the socket without it. The receiving half
 //! never writes, so neither half waits on the other's socket.
 
-use super::clock::{Clocked, Limits, map_io};
+use super::clock::{Clocked, Limits, as_send_error, map_io};
 use super::{Channel, FRAME_HEADER_LEN, FrameReceiver, FrameSender, check_frame_len, read_payload};
 use crate::{Error, Result};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -611,10 +611,7 @@ impl FrameSender for TlsSender {
             reason: format!("{} bytes do not fit one frame", frame.len()),
         })?;
         let limits = *self.sock.limits();
-        let map = |e: io::Error| match io_to_error(e, msg, &limits) {
-            Error::PeerClosed { during } => Error::SendFailed { sending: during },
-            other => other,
-        };
+        let map = |e: io::Error| as_send_error(io_to_error(e, msg, &limits));
         if frame.len() < (1 << 14) {
             let mut small = Vec::with_capacity(FRAME_HEADER_LEN + frame.len());
             small.extend_from_slice(&len.to_le_bytes());
