@@ -1,8 +1,10 @@
 //! Command-line definition and dispatch.
 
 use crate::error::{CliError, CliResult};
+use crate::input::Format;
 use crate::link::NetOpts;
 use crate::normalize::Normalize;
+use crate::output::{OutputColumns, OutputSpec};
 use crate::{bench, bench_ot, demo, keygen, party, synth};
 use blindjoin_psi::{Protocol, protocols};
 use clap::{Args, Parser, Subcommand};
@@ -117,12 +119,22 @@ pub struct PartyOpts {
     /// Where the peer is, how it is authenticated, and the run's time limits.
     #[command(flatten)]
     pub net: NetOpts,
-    /// Input file: CSV with a header (with --column) or one key per line.
+    /// Input file: CSV with a header (with --column), Parquet (`.parquet`, `.pq`), or one key
+    /// per line.
     #[arg(long, short)]
     pub input: PathBuf,
-    /// The CSV column holding the key; without it every line is a key.
+    /// The column holding the key; several comma-separated columns make a composite key
+    /// (e.g. first_name,last_name,dob). Without it every line is a key (or a one-column
+    /// Parquet file's column).
+    #[arg(long, short, value_delimiter = ',')]
+    pub column: Vec<String>,
+    /// The input's format [default: by extension: .parquet and .pq are Parquet; otherwise CSV
+    /// with --column, lines without].
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// No progress bars.
     #[arg(long, short)]
-    pub column: Option<String>,
+    pub quiet: bool,
     /// Normalise keys before matching (both parties must choose the same).
     #[arg(long, value_enum, default_value = "none")]
     pub normalize: Normalize,
@@ -165,6 +177,14 @@ struct ReceiveArgs {
     /// Write the matched rows of the input here (header kept); nothing is written on failure.
     #[arg(long, short)]
     output: Option<PathBuf>,
+    /// The output's format [default: by extension (.csv, .parquet, .pq); otherwise the
+    /// input's, CSV for a Parquet input].
+    #[arg(long, value_enum)]
+    output_format: Option<Format>,
+    /// Which columns of the matched rows to write: all, only the key column(s) as written, or
+    /// only the row's index in the input (`row`, from 0).
+    #[arg(long, value_enum, default_value = "all")]
+    output_columns: OutputColumns,
 }
 
 #[derive(Debug, Args)]
@@ -308,11 +328,19 @@ fn dispatch(command: Command, threads: Option<usize>) -> CliResult<()> {
         }
         Command::Receive(a) => {
             check_insecure(a.party.protocol, a.party.insecure)?;
-            party::run_cli(&a.party, party::CliRole::Receiver { output: a.output })
+            let spec = OutputSpec {
+                format: a.output_format,
+                columns: a.output_columns,
+            };
+            party::run_cli(
+                &a.party,
+                party::CliRole::Receiver { output: a.output },
+                spec,
+            )
         }
         Command::Send(a) => {
             check_insecure(a.party.protocol, a.party.insecure)?;
-            party::run_cli(&a.party, party::CliRole::Sender)
+            party::run_cli(&a.party, party::CliRole::Sender, OutputSpec::default())
         }
         Command::Gen(a) => {
             let other = a.other_size.unwrap_or(a.size);

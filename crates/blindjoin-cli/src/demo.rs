@@ -3,10 +3,10 @@
 //! the other's freshly generated certificate, exactly as two organisations would.
 
 use crate::error::{CliError, CliResult};
-use crate::input::{InputSpec, read_table};
 use crate::link::{Endpoint, paired_identities, pinned};
 use crate::normalize::{Normalize, Normalizer};
-use crate::party::{CliRole, FileParty, run_file_party, write_json};
+use crate::output::OutputSpec;
+use crate::party::{CliRole, FileParty, Party, run_file_party, write_json};
 use crate::progress::Bars;
 use crate::report::{RunReport, human_bytes, process_cpu_seconds};
 use crate::synth::{GenSpec, generate, write_csv};
@@ -15,7 +15,7 @@ use blindjoin_core::transport::LinkConfig;
 use blindjoin_psi::{Protocol, RunOptions};
 use std::collections::HashSet;
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// What the demo runs.
@@ -84,20 +84,28 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
             ..RunOptions::default()
         };
         move || {
+            let receiver = matches!(role, CliRole::Receiver { .. });
             run_file_party(FileParty {
                 role,
-                endpoint,
-                input: &input,
-                column: Some("email"),
-                normalizer: Normalizer {
-                    kind: Normalize::Email,
-                    country_code: None,
+                party: Party {
+                    receiver,
+                    endpoint,
+                    link,
+                    normalizer: Normalizer {
+                        kind: Normalize::Email,
+                        country_code: None,
+                    },
+                    key_fields: 1,
+                    protocol: spec.protocol,
+                    opts,
+                    max_peer_size: None,
+                    alone_in_process: false,
                 },
-                protocol: spec.protocol,
-                opts,
-                link,
-                max_peer_size: None,
-                alone_in_process: false,
+                input: &input,
+                format: None,
+                columns: &["email".to_owned()],
+                output: OutputSpec::default(),
+                read_progress: None,
             })
         }
     };
@@ -132,8 +140,8 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
         Ok(s) => s,
         Err(panic) => std::panic::resume_unwind(panic),
     };
-    let (rr, _, _) = r?;
-    let (sr, _, _) = s?;
+    let rr = r?.report;
+    let sr = s?.report;
 
     // Ground truth: the receiver's rows whose canonical email the generator put in both files.
     let expected: Vec<String> =
@@ -145,19 +153,7 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
             })
             .map(|p| p.id.clone())
             .collect();
-    let written = read_table(&InputSpec {
-        path: &out_path,
-        column: Some("id"),
-        normalizer: &Normalizer {
-            kind: Normalize::None,
-            country_code: None,
-        },
-    })?;
-    let got: Vec<String> = written
-        .rows
-        .iter()
-        .filter_map(|row| row.get(0).map(|f| String::from_utf8_lossy(f).into_owned()))
-        .collect();
+    let got = first_column(&out_path)?;
     if got != expected {
         let e: HashSet<&String> = expected.iter().collect();
         let missing = expected.iter().filter(|x| !got.contains(x)).count();
@@ -239,4 +235,16 @@ fn print_summary(
         "  total:    {wall:.2} s wall, {cpu:.2} s CPU (both parties), {} threads",
         rayon::current_num_threads()
     );
+}
+
+/// The first column of a CSV file's data rows.
+fn first_column(path: &Path) -> CliResult<Vec<String>> {
+    let mut rdr = csv::Reader::from_path(path)
+        .map_err(|e| CliError::Verification(format!("{}: {e}", path.display())))?;
+    let mut out = Vec::new();
+    for row in rdr.records() {
+        let row = row.map_err(|e| CliError::Verification(format!("{}: {e}", path.display())))?;
+        out.push(row.get(0).unwrap_or_default().to_owned());
+    }
+    Ok(out)
 }

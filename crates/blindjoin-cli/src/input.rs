@@ -1,235 +1,805 @@
-//! Reading a party's input file: a CSV file with a header (a key column is named) or a plain file
-//! with one key per line.
+//! Reading a party's input: a CSV file with a header, a Parquet file, or a plain file with one
+//! key per line. Only the keys are kept: every row's key is normalised and hashed
+//! ([`crate::keyed`]), and the rows are found again by index when the matched ones are written
+//! ([`crate::output`]), so a party's memory is its items plus a few bytes per row, not the file.
 //!
-//! The whole file is read into memory. Every row is kept as read, so the matched rows can be
-//! written back; the keys are normalised and deduplicated, since the protocols work on sets.
+//! # CSV and lines: streamed in chunks
+//!
+//! One thread reads the file in blocks and cuts it into chunks of about [`CHUNK_BYTES`] that end
+//! at a record boundary. Finding a boundary takes the quoting into account: a newline inside a
+//! quoted field is data. The same scan checks the quoting the `csv` crate would accept silently
+//! (a quoted field never closed, text after a closing quote) and counts lines, so an error names
+//! its line. The chunks are parsed in parallel (`--threads`) with Arrow's CSV decoder
+//! (`arrow-csv`), keeping only the key columns, and their keys hashed in the same task. A chunk
+//! the decoder refuses is parsed again with the `csv` crate to name the line and the reason.
+//! Arrow strings are UTF-8: a CSV file that is not UTF-8 is refused with the line of the first
+//! bad field. Lines mode takes bytes as they are.
+//!
+//! The chunk list (byte offset, first row, row count) is what [`crate::output`] uses to read the
+//! matched rows back.
+//!
+//! # Parquet
+//!
+//! The key columns are read with the `parquet` crate's Arrow reader (only those columns are
+//! decoded) in record batches, each hashed in parallel. A key column that is not a string column
+//! is cast to its string form with `arrow-cast` (an integer id `42` is the key `42`). Rows are
+//! numbered in file order; the output reads the file again and takes the matched rows.
 
 use crate::error::{CliError, CliResult};
+use crate::keyed::{Dedup, KeyHasher, Keyed};
 use crate::normalize::Normalizer;
-use std::collections::HashMap;
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use blindjoin_core::item::Item;
+use rayon::prelude::*;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The UTF-8 byte order mark, ignored at the start of a file.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The size a chunk of a CSV or lines file is cut at (it ends at the next record boundary).
+pub const CHUNK_BYTES: usize = 2 << 20;
+
+/// Rows per Arrow record batch when decoding.
+const BATCH_ROWS: usize = 8192;
+
+/// The format of an input or output file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Comma-separated values with a header line (RFC 4180 quoting).
+    Csv,
+    /// Apache Parquet.
+    Parquet,
+    /// One key per line, no header.
+    Lines,
+}
+
+impl Format {
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Csv => "csv",
+            Format::Parquet => "parquet",
+            Format::Lines => "lines",
+        }
+    }
+
+    /// The format a file name says: `.parquet` or `.pq` is Parquet, `.csv` CSV, anything else
+    /// `None`.
+    pub fn of_extension(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "parquet" | "pq" => Some(Format::Parquet),
+            "csv" => Some(Format::Csv),
+            _ => None,
+        }
+    }
+
+    /// The format of an input: `given` if set; else by extension (Parquet); else CSV when key
+    /// columns are named and lines when not.
+    pub fn of_input(given: Option<Format>, path: &Path, has_columns: bool) -> Format {
+        given.unwrap_or_else(|| match Format::of_extension(path) {
+            Some(Format::Parquet) => Format::Parquet,
+            _ if has_columns => Format::Csv,
+            _ => Format::Lines,
+        })
+    }
+}
 
 /// What to read and how to get the keys.
 #[derive(Clone, Copy, Debug)]
 pub struct InputSpec<'a> {
     /// The input file.
     pub path: &'a Path,
-    /// The CSV column holding the key; `None` reads the file as one key per line.
-    pub column: Option<&'a str>,
+    /// The format; `None` chooses by [`Format::of_input`].
+    pub format: Option<Format>,
+    /// The key columns (one, or several for a composite key); empty in lines mode, or for a
+    /// Parquet file of one column.
+    pub columns: &'a [String],
     /// How keys are normalised.
     pub normalizer: &'a Normalizer,
 }
 
-/// An input file: its rows and their normalised keys.
-#[derive(Clone, Debug, Default)]
-pub struct Table {
-    /// The header record; always present in CSV mode (a file without one is an error).
-    pub header: Option<csv::ByteRecord>,
-    /// Every data row as read (for writing matched rows back); in lines mode, one field per row
-    /// holding the line (without its line ending).
-    pub rows: Vec<csv::ByteRecord>,
-    /// Distinct normalised keys, in order of first appearance.
-    pub keys: Vec<Vec<u8>>,
-    /// Per row: index into `keys`, or `None` if the key was empty/invalid.
-    pub row_key: Vec<Option<u32>>,
-    /// Rows whose key is empty/invalid after normalisation.
-    pub empty_keys: u64,
-    /// Rows whose key repeats an earlier row's key.
-    pub duplicate_rows: u64,
+impl InputSpec<'_> {
+    /// The format this spec reads.
+    pub fn format(&self) -> Format {
+        Format::of_input(self.format, self.path, !self.columns.is_empty())
+    }
 }
 
-/// Reads and normalises an input file (see the module doc and [`InputSpec`]).
+/// A byte range of a CSV or lines file holding consecutive rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    /// Offset of the first byte in the file.
+    pub offset: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// Index of its first row among the file's data rows.
+    pub first_row: u64,
+    /// Rows it holds.
+    pub rows: u64,
+    /// 1-based line number of its first byte.
+    pub first_line: u64,
+}
+
+/// Where an input's rows are, to read the matched ones back.
+#[derive(Clone, Debug)]
+pub struct RowSource {
+    /// The file.
+    pub path: PathBuf,
+    /// Its format.
+    pub format: Format,
+    /// The column names: the CSV header's fields as written, or the Parquet schema's names;
+    /// empty in lines mode.
+    pub columns: Vec<String>,
+    /// The key columns, as indices into `columns`, in the order the key joins them.
+    pub key_columns: Vec<usize>,
+    /// CSV and lines: the chunks, in file order (empty for Parquet).
+    pub chunks: Vec<Chunk>,
+    /// Rows in the file.
+    pub rows: u64,
+}
+
+/// A read input: its keyed rows and where the rows are.
+#[derive(Clone, Debug)]
+pub struct Input {
+    /// Items and per-row item indices.
+    pub keyed: Keyed,
+    /// How to find the rows again.
+    pub source: RowSource,
+    /// Bytes read from the file.
+    pub bytes: u64,
+}
+
+/// Reads an input file (see the module doc).
 ///
-/// CSV mode (a column is given): comma-separated, RFC 4180 quoting, the first line is the
-/// header and every record must have as many fields as the header. A UTF-8 byte order mark at
-/// the start of the file is ignored, and the column is found by its header name with surrounding
+/// CSV mode: comma-separated, RFC 4180 quoting, the first line is the header and every record
+/// must have as many fields as the header. A UTF-8 byte order mark at the start of the file is
+/// ignored, blank lines are skipped, and each column is found by its header name with surrounding
 /// whitespace trimmed (the first such column if several have the name). A file without a header
 /// (0 bytes, only a byte order mark, or only line endings) is an error, since it has no column
-/// of that name; a header without rows is a table of no rows.
+/// of that name; a header without rows is an input of no rows.
 ///
 /// Lines mode: every line is a record (a trailing `\r` is stripped, as is a UTF-8 byte order mark
 /// at the start of the file); an empty line is a record with an empty key, but the empty
 /// remainder after the final line ending is not a record.
-pub fn read_table(spec: &InputSpec) -> CliResult<Table> {
-    let file = std::fs::File::open(spec.path).map_err(|source| CliError::File {
-        path: spec.path.to_path_buf(),
-        source,
-    })?;
-    read_table_from(spec, file)
-}
-
-/// [`read_table`] on the bytes of `reader` instead of the file at `spec.path`, which then only
-/// names the input in errors.
-pub fn read_table_from(spec: &InputSpec, mut reader: impl Read) -> CliResult<Table> {
-    let mut data = Vec::new();
-    reader
-        .read_to_end(&mut data)
-        .map_err(|source| CliError::File {
-            path: spec.path.to_path_buf(),
-            source,
-        })?;
-    let data = data.strip_prefix(BOM).unwrap_or(&data);
-    match spec.column {
-        Some(column) => read_csv(spec, data, column),
-        None => read_lines(spec, data),
-    }
-}
-
-impl Table {
-    /// The rows (indices, ascending) whose key index is in `matched_keys` (key indices; they need
-    /// not be sorted, and indices out of range are ignored).
-    pub fn rows_of_keys(&self, matched_keys: &[usize]) -> Vec<usize> {
-        let mut matched = vec![false; self.keys.len()];
-        for &k in matched_keys {
-            if let Some(m) = matched.get_mut(k) {
-                *m = true;
-            }
-        }
-        self.row_key
-            .iter()
-            .enumerate()
-            .filter(|(_, k)| k.is_some_and(|k| matched.get(k as usize).copied().unwrap_or(false)))
-            .map(|(i, _)| i)
-            .collect()
-    }
-}
-
-/// Builds the table from rows and the raw key of each row.
-struct Builder<'a> {
-    normalizer: &'a Normalizer,
-    path: &'a Path,
-    index: HashMap<Vec<u8>, u32>,
-    table: Table,
-}
-
-impl<'a> Builder<'a> {
-    fn new(spec: &'a InputSpec) -> Self {
-        Builder {
-            normalizer: spec.normalizer,
-            path: spec.path,
-            index: HashMap::new(),
-            table: Table::default(),
-        }
-    }
-
-    fn push(&mut self, row: csv::ByteRecord, raw_key: &[u8]) -> CliResult<()> {
-        let key = match self.normalizer.apply(raw_key) {
-            None => {
-                self.table.empty_keys += 1;
-                None
-            }
-            Some(key) => match self.index.get(&key) {
-                Some(&i) => {
-                    self.table.duplicate_rows += 1;
-                    Some(i)
-                }
-                None => {
-                    let i = u32::try_from(self.table.keys.len()).map_err(|_| {
-                        CliError::Usage(format!(
-                            "{}: more than {} distinct keys",
-                            self.path.display(),
-                            u32::MAX
-                        ))
-                    })?;
-                    self.table.keys.push(key.clone());
-                    self.index.insert(key, i);
-                    Some(i)
-                }
-            },
-        };
-        self.table.row_key.push(key);
-        self.table.rows.push(row);
-        Ok(())
-    }
-}
-
-fn read_lines(spec: &InputSpec, data: &[u8]) -> CliResult<Table> {
-    let mut b = Builder::new(spec);
-    let body = data.strip_suffix(b"\n").unwrap_or(data);
-    if data.is_empty() {
-        return Ok(b.table);
-    }
-    for line in body.split(|&c| c == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let mut row = csv::ByteRecord::with_capacity(line.len(), 1);
-        row.push_field(line);
-        b.push(row, line)?;
-    }
-    Ok(b.table)
-}
-
-fn read_csv(spec: &InputSpec, data: &[u8], column: &str) -> CliResult<Table> {
-    let malformed = |line: u64, reason: String| CliError::Malformed {
-        path: spec.path.to_path_buf(),
-        line,
-        reason,
-    };
-    check_quoting(data).map_err(|(line, reason)| malformed(line, reason.to_owned()))?;
-
-    let mut b = Builder::new(spec);
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(false)
-        .from_reader(data);
-    let header = rdr
-        .byte_headers()
-        .map_err(|e| csv_error(spec.path, data, &e))?
-        .clone();
-    if header.is_empty() {
-        // No record at all: a completely empty file (or only line endings).
-        return Err(CliError::Usage(format!(
-            "{}: empty file: no header, so no column `{column}`",
-            spec.path.display()
-        )));
-    }
-    let name = |f: &[u8]| String::from_utf8_lossy(f).trim().to_owned();
-    let wanted = column.trim();
-    let col = header
-        .iter()
-        .position(|f| name(f) == wanted)
-        .ok_or_else(|| CliError::MissingColumn {
-            path: spec.path.to_path_buf(),
-            column: column.to_owned(),
-            available: header.iter().map(name).collect::<Vec<_>>().join(", "),
-        })?;
-    b.table.header = Some(header);
-
-    loop {
-        let mut row = csv::ByteRecord::new();
-        match rdr.read_byte_record(&mut row) {
-            Ok(true) => {}
-            Ok(false) => break,
-            Err(e) => return Err(csv_error(spec.path, data, &e)),
-        }
-        let key = row.get(col).unwrap_or_default().to_vec();
-        b.push(row, &key)?;
-    }
-    Ok(b.table)
-}
-
-/// The user-facing error of a CSV parse error, with the 1-based line where the record starts.
 ///
-/// The line is computed from the record's byte offset in `data`: the `csv` crate's own line
-/// count does not account for the blank lines it skips before a record.
-fn csv_error(path: &Path, data: &[u8], e: &csv::Error) -> CliError {
-    let line = e.position().map_or(0, |pos| {
-        let start = usize::try_from(pos.byte())
-            .unwrap_or(usize::MAX)
-            .min(data.len());
-        let blank = data[start..]
-            .iter()
-            .take_while(|&&c| c == b'\r' || c == b'\n')
-            .count();
-        let newlines = data[..start + blank]
-            .iter()
-            .filter(|&&c| c == b'\n')
-            .count();
-        1 + newlines as u64
-    });
+/// `progress` is called with the bytes read so far.
+pub fn read_input(spec: &InputSpec, progress: &(dyn Fn(u64) + Sync)) -> CliResult<Input> {
+    let format = spec.format();
+    if format == Format::Parquet {
+        return read_parquet(spec, progress);
+    }
+    let file = std::fs::File::open(spec.path).map_err(|source| file_error(spec.path, source))?;
+    read_stream(spec, format, file, progress)
+}
+
+/// [`read_input`] of a CSV or lines input from `reader` instead of the file at `spec.path`,
+/// which then only names the input (in errors, and for reading rows back).
+pub fn read_input_from(spec: &InputSpec, reader: impl Read + Send) -> CliResult<Input> {
+    match spec.format() {
+        Format::Parquet => Err(CliError::Usage(format!(
+            "{}: a Parquet input is read from its file",
+            spec.path.display()
+        ))),
+        format => read_stream(spec, format, reader, &|_| {}),
+    }
+}
+
+fn file_error(path: &Path, source: std::io::Error) -> CliError {
+    CliError::File {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A chunk cut by the reading thread.
+struct RawChunk {
+    data: Vec<u8>,
+    offset: u64,
+    first_line: u64,
+}
+
+/// Finds record boundaries in CSV text and checks its quoting (see the module doc). It runs
+/// over a stream in pieces: `state` and `newlines` carry over.
+#[derive(Clone, Copy, Debug)]
+struct Scanner {
+    state: State,
+    /// Newlines seen so far (the current line is `newlines + 1`).
+    newlines: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Outside quotes (at a field start or inside an unquoted field).
+    Outside,
+    /// Inside a quoted field opened on line `opened`.
+    Quoted { opened: u64 },
+    /// Just after a quote that ends a quoted field, or starts an escaped `""`.
+    AfterQuote { opened: u64 },
+}
+
+impl Scanner {
+    fn new() -> Self {
+        Scanner {
+            state: State::Outside,
+            newlines: 0,
+        }
+    }
+
+    /// Scans `buf[from..]`, where `buf` starts at a record boundary (or the file's start).
+    /// Returns the end of the last complete record it saw (just after an unquoted newline) and
+    /// the newlines before that end, or an error `(line, reason)`. At the end of `buf` the
+    /// state is kept for the next call with more bytes; `from` is where this call resumes.
+    fn scan(
+        &mut self,
+        buf: &[u8],
+        from: &mut usize,
+    ) -> Result<Option<(usize, u64)>, (u64, &'static str)> {
+        let mut pos = *from;
+        let mut boundary = None;
+        loop {
+            match self.state {
+                State::Outside => match memchr::memchr2(b'"', b'\n', &buf[pos..]) {
+                    None => {
+                        pos = buf.len();
+                        break;
+                    }
+                    Some(i) => {
+                        let at = pos + i;
+                        if buf[at] == b'\n' {
+                            self.newlines += 1;
+                            boundary = Some((at + 1, self.newlines));
+                        } else if at == 0 || matches!(buf[at - 1], b',' | b'\r' | b'\n') {
+                            self.state = State::Quoted {
+                                opened: self.newlines + 1,
+                            };
+                        }
+                        pos = at + 1;
+                    }
+                },
+                State::Quoted { opened } => match memchr::memchr(b'"', &buf[pos..]) {
+                    None => {
+                        self.newlines += memchr::memchr_iter(b'\n', &buf[pos..]).count() as u64;
+                        pos = buf.len();
+                        break;
+                    }
+                    Some(i) => {
+                        self.newlines +=
+                            memchr::memchr_iter(b'\n', &buf[pos..pos + i]).count() as u64;
+                        self.state = State::AfterQuote { opened };
+                        pos += i + 1;
+                    }
+                },
+                State::AfterQuote { opened } => match buf.get(pos) {
+                    None => break,
+                    Some(b'"') => {
+                        self.state = State::Quoted { opened };
+                        pos += 1;
+                    }
+                    Some(b',' | b'\r') => {
+                        self.state = State::Outside;
+                        pos += 1;
+                    }
+                    Some(b'\n') => {
+                        self.state = State::Outside;
+                        self.newlines += 1;
+                        pos += 1;
+                        boundary = Some((pos, self.newlines));
+                    }
+                    Some(_) => {
+                        return Err((
+                            self.newlines + 1,
+                            "text after the closing quote of a quoted field",
+                        ));
+                    }
+                },
+            }
+        }
+        *from = pos;
+        Ok(boundary)
+    }
+
+    /// At the end of the input: an error if a quoted field is still open.
+    fn finish(&self) -> Result<(), (u64, &'static str)> {
+        match self.state {
+            State::Quoted { opened } => Err((opened, "quoted field is never closed")),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Reads `reader` and sends chunks ending at record boundaries (see the module doc). Returns
+/// the bytes read.
+fn cut_chunks(
+    mut reader: impl Read,
+    format: Format,
+    tx: std::sync::mpsc::SyncSender<RawChunk>,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<u64, CutError> {
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK_BYTES + (CHUNK_BYTES >> 2));
+    let mut offset = 0u64; // file offset of buf[0]
+    let mut total = 0u64;
+    let mut scanner = Scanner::new();
+    let mut scanned = 0usize; // resume point of the scanner in buf
+    let mut lines_at_start = 0u64; // newlines before buf[0]
+    let mut first = true;
+    // How much the buffer is filled to: a chunk, or more while one record is longer.
+    let mut want = CHUNK_BYTES;
+    loop {
+        let mut eof = false;
+        while buf.len() < want {
+            let start = buf.len();
+            buf.resize(want, 0);
+            let n = loop {
+                match reader.read(&mut buf[start..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(CutError::Io(e)),
+                }
+            };
+            buf.truncate(start + n);
+            total += n as u64;
+            if n == 0 {
+                eof = true;
+                break;
+            }
+        }
+        progress(total);
+        if first {
+            first = false;
+            if buf.starts_with(BOM) {
+                buf.drain(..BOM.len());
+                offset += BOM.len() as u64;
+            }
+        }
+        // Where the chunk ends, and the newlines before its end.
+        let cut = match format {
+            Format::Csv => {
+                let found = scanner
+                    .scan(&buf, &mut scanned)
+                    .map_err(CutError::Quoting)?;
+                if eof {
+                    scanner.finish().map_err(CutError::Quoting)?;
+                    Some((buf.len(), scanner.newlines))
+                } else {
+                    found
+                }
+            }
+            _ if eof => Some((buf.len(), 0)),
+            _ => memchr::memrchr(b'\n', &buf).map(|i| (i + 1, 0)),
+        };
+        let Some((end, newlines)) = cut else {
+            // No record ends in the buffer: read on.
+            want = buf.len().saturating_mul(2);
+            continue;
+        };
+        want = CHUNK_BYTES;
+        let rest = buf[end..].to_vec();
+        buf.truncate(end);
+        let data = std::mem::replace(&mut buf, rest);
+        let len = data.len() as u64;
+        if !data.is_empty()
+            && tx
+                .send(RawChunk {
+                    data,
+                    offset,
+                    first_line: lines_at_start + 1,
+                })
+                .is_err()
+        {
+            // The consumer stopped (it has an error of its own to report).
+            return Ok(total);
+        }
+        if eof {
+            return Ok(total);
+        }
+        offset += len;
+        scanned -= end.min(scanned);
+        lines_at_start = newlines;
+        buf.reserve(CHUNK_BYTES);
+    }
+}
+
+enum CutError {
+    Io(std::io::Error),
+    Quoting((u64, &'static str)),
+}
+
+/// What parsing a chunk gives: per row its item (`None` without a key).
+type ChunkItems = Vec<Option<Item>>;
+
+/// The header of a CSV input.
+struct Header {
+    /// The fields as written.
+    fields: Vec<String>,
+    /// The key columns' indices.
+    key_columns: Vec<usize>,
+    /// The schema the chunks are decoded with (every column a string).
+    schema: SchemaRef,
+}
+
+fn read_stream(
+    spec: &InputSpec,
+    format: Format,
+    reader: impl Read + Send,
+    progress: &(dyn Fn(u64) + Sync),
+) -> CliResult<Input> {
+    let path = spec.path;
+    let workers = rayon::current_num_threads().max(1);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<RawChunk>(workers * 2);
+    std::thread::scope(|s| {
+        let cutter = s.spawn(move || cut_chunks(reader, format, tx, progress));
+        let consumed = consume_chunks(spec, format, &rx, workers);
+        drop(rx);
+        let cut = cutter.join().map_err(|_| {
+            CliError::Usage(format!("{}: the reading thread failed", path.display()))
+        })?;
+        // A read or quoting error comes first: a chunk error after it may be its consequence.
+        let bytes = match cut {
+            Ok(bytes) => bytes,
+            Err(CutError::Io(source)) => return Err(file_error(path, source)),
+            Err(CutError::Quoting((line, reason))) => {
+                // Report the first error in file order: a malformed record before the quoting
+                // error is found by the chunk parser.
+                if let Err(e @ CliError::Malformed { line: l, .. }) = &consumed
+                    && *l < line
+                {
+                    return Err(clone_malformed(e));
+                }
+                return Err(CliError::Malformed {
+                    path: path.to_path_buf(),
+                    line,
+                    reason: reason.to_owned(),
+                });
+            }
+        };
+        let (keyed, mut source) = consumed?;
+        source.rows = keyed.rows() as u64;
+        Ok(Input {
+            keyed,
+            source,
+            bytes,
+        })
+    })
+}
+
+fn clone_malformed(e: &CliError) -> CliError {
+    match e {
+        CliError::Malformed { path, line, reason } => CliError::Malformed {
+            path: path.clone(),
+            line: *line,
+            reason: reason.clone(),
+        },
+        other => CliError::Usage(other.to_string()),
+    }
+}
+
+/// Takes the chunks in waves of `2 × workers`, parses a wave in parallel and deduplicates it in
+/// order.
+fn consume_chunks(
+    spec: &InputSpec,
+    format: Format,
+    rx: &std::sync::mpsc::Receiver<RawChunk>,
+    workers: usize,
+) -> CliResult<(Keyed, RowSource)> {
+    let path = spec.path;
+    let mut dedup = Dedup::default();
+    let mut chunks = Vec::new();
+    let mut header: Option<Header> = None;
+    let mut next_row = 0u64;
+    let mut wave: Vec<RawChunk> = Vec::with_capacity(workers * 2);
+    let mut pending = rx.recv().ok();
+    if format == Format::Csv {
+        let Some(first) = pending.as_mut() else {
+            return Err(empty_csv(path, spec.columns));
+        };
+        let (h, end) = parse_header(spec, &first.data)?;
+        let skipped_lines = first.data[..end].iter().filter(|&&c| c == b'\n').count() as u64;
+        first.data.drain(..end);
+        first.offset += end as u64;
+        first.first_line += skipped_lines;
+        header = Some(h);
+    }
+    loop {
+        wave.clear();
+        wave.extend(pending.take());
+        while wave.len() < workers * 2 {
+            match rx.recv() {
+                Ok(c) => wave.push(c),
+                Err(_) => break,
+            }
+        }
+        if wave.is_empty() {
+            break;
+        }
+        let parsed: Vec<CliResult<ChunkItems>> = wave
+            .par_iter()
+            .map(|c| match &header {
+                Some(h) => parse_csv_chunk(spec, h, c),
+                None => Ok(parse_lines_chunk(spec.normalizer, &c.data)),
+            })
+            .collect();
+        for (c, items) in wave.iter().zip(parsed) {
+            let items = items?;
+            chunks.push(Chunk {
+                offset: c.offset,
+                len: c.data.len() as u64,
+                first_row: next_row,
+                rows: items.len() as u64,
+                first_line: c.first_line,
+            });
+            next_row += items.len() as u64;
+            dedup.extend(&items).map_err(|_| too_many_keys(path))?;
+        }
+    }
+    let (columns, key_columns) = match header {
+        Some(h) => (h.fields, h.key_columns),
+        None => (Vec::new(), Vec::new()),
+    };
+    Ok((
+        dedup.finish(),
+        RowSource {
+            path: path.to_path_buf(),
+            format,
+            columns,
+            key_columns,
+            chunks,
+            rows: next_row,
+        },
+    ))
+}
+
+fn too_many_keys(path: &Path) -> CliError {
+    CliError::Usage(format!(
+        "{}: more than {} distinct keys",
+        path.display(),
+        crate::keyed::MAX_DISTINCT_KEYS
+    ))
+}
+
+fn empty_csv(path: &Path, columns: &[String]) -> CliError {
+    CliError::Usage(format!(
+        "{}: empty file: no header, so no column `{}`",
+        path.display(),
+        columns.join(",")
+    ))
+}
+
+/// Parses the header record at the start of the first chunk: returns it and the offset just
+/// after it.
+fn parse_header(spec: &InputSpec, data: &[u8]) -> CliResult<(Header, usize)> {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(data);
+    let mut record = csv::ByteRecord::new();
+    let found = rdr
+        .read_byte_record(&mut record)
+        .map_err(|e| csv_error(spec.path, data, 1, &e))?;
+    if !found {
+        return Err(empty_csv(spec.path, spec.columns));
+    }
+    let end = usize::try_from(rdr.position().byte())
+        .unwrap_or(data.len())
+        .min(data.len());
+    let fields: Vec<String> = record
+        .iter()
+        .map(|f| String::from_utf8_lossy(f).into_owned())
+        .collect();
+    let key_columns = find_columns(spec.path, &fields, spec.columns)?;
+    let schema = Arc::new(Schema::new(
+        (0..fields.len())
+            .map(|i| Field::new(format!("c{i}"), DataType::Utf8, true))
+            .collect::<Vec<_>>(),
+    ));
+    Ok((
+        Header {
+            fields,
+            key_columns,
+            schema,
+        },
+        end,
+    ))
+}
+
+/// The indices of `wanted` among `names` (compared with surrounding whitespace trimmed; the
+/// first column of a name if several have it).
+fn find_columns(path: &Path, names: &[String], wanted: &[String]) -> CliResult<Vec<usize>> {
+    wanted
+        .iter()
+        .map(|w| {
+            let w = w.trim();
+            names
+                .iter()
+                .position(|n| n.trim() == w)
+                .ok_or_else(|| CliError::MissingColumn {
+                    path: path.to_path_buf(),
+                    column: w.to_owned(),
+                    available: names
+                        .iter()
+                        .map(|n| n.trim())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })
+        })
+        .collect()
+}
+
+/// Decodes the key columns of a CSV chunk with Arrow and hashes each row's key.
+fn parse_csv_chunk(spec: &InputSpec, h: &Header, c: &RawChunk) -> CliResult<ChunkItems> {
+    let fail = || diagnose_csv(spec.path, &c.data, c.first_line, h.fields.len());
+    let mut decoder = arrow_csv::ReaderBuilder::new(h.schema.clone())
+        .with_header(false)
+        .with_projection(h.key_columns.clone())
+        .with_batch_size(BATCH_ROWS)
+        .build_decoder();
+    let mut hasher = KeyHasher::new(spec.normalizer);
+    let mut out = Vec::new();
+    let mut data = &c.data[..];
+    // A batch is decoded until it is full or the input is used up (an empty `decode` is the
+    // end of input, which completes a last record without a line ending).
+    loop {
+        loop {
+            let n = decoder.decode(data).map_err(|_| fail())?;
+            data = &data[n..];
+            if n == 0 || decoder.capacity() == 0 {
+                break;
+            }
+        }
+        match decoder.flush().map_err(|_| fail())? {
+            Some(batch) => {
+                hash_batch(&mut hasher, batch.columns(), &mut out).map_err(|_| fail())?;
+            }
+            None => break,
+        }
+    }
+    Ok(out)
+}
+
+/// Hashes the rows of `columns` (string columns of equal length; a null is an empty field).
+pub fn hash_batch(
+    hasher: &mut KeyHasher,
+    columns: &[ArrayRef],
+    out: &mut Vec<Option<Item>>,
+) -> Result<(), String> {
+    let strings: Vec<StringColumn> = columns
+        .iter()
+        .map(|c| StringColumn::of(c.as_ref()))
+        .collect::<Result<_, _>>()?;
+    let rows = columns.first().map_or(0, |c| c.len());
+    out.reserve(rows);
+    if let [col] = strings.as_slice() {
+        for i in 0..rows {
+            out.push(hasher.one(col.value(i)));
+        }
+    } else {
+        for i in 0..rows {
+            out.push(hasher.composite(strings.iter().map(|c| c.value(i))));
+        }
+    }
+    Ok(())
+}
+
+/// A string column of any Arrow string type, read as bytes (a null is empty).
+pub enum StringColumn<'a> {
+    /// `Utf8`.
+    Utf8(&'a arrow_array::StringArray),
+    /// `LargeUtf8`.
+    Large(&'a arrow_array::LargeStringArray),
+    /// `Utf8View`.
+    View(&'a arrow_array::StringViewArray),
+    /// `Binary`.
+    Binary(&'a arrow_array::BinaryArray),
+    /// `LargeBinary`.
+    LargeBinary(&'a arrow_array::LargeBinaryArray),
+}
+
+impl<'a> StringColumn<'a> {
+    /// The column as strings, or an error naming its type.
+    pub fn of(a: &'a dyn Array) -> Result<Self, String> {
+        use arrow_array::cast::AsArray;
+        Ok(match a.data_type() {
+            DataType::Utf8 => StringColumn::Utf8(a.as_string::<i32>()),
+            DataType::LargeUtf8 => StringColumn::Large(a.as_string::<i64>()),
+            DataType::Utf8View => StringColumn::View(a.as_string_view()),
+            DataType::Binary => StringColumn::Binary(a.as_binary::<i32>()),
+            DataType::LargeBinary => StringColumn::LargeBinary(a.as_binary::<i64>()),
+            other => return Err(format!("a column of type {other} is not text")),
+        })
+    }
+
+    /// Row `i`'s bytes (empty for a null).
+    pub fn value(&self, i: usize) -> &'a [u8] {
+        match self {
+            StringColumn::Utf8(a) if a.is_valid(i) => a.value(i).as_bytes(),
+            StringColumn::Large(a) if a.is_valid(i) => a.value(i).as_bytes(),
+            StringColumn::View(a) if a.is_valid(i) => a.value(i).as_bytes(),
+            StringColumn::Binary(a) if a.is_valid(i) => a.value(i),
+            StringColumn::LargeBinary(a) if a.is_valid(i) => a.value(i),
+            _ => b"",
+        }
+    }
+}
+
+/// Parses a lines chunk: one key per line, bytes as they are.
+fn parse_lines_chunk(normalizer: &Normalizer, data: &[u8]) -> ChunkItems {
+    if data.is_empty() {
+        return Vec::new();
+    }
+    let body = data.strip_suffix(b"\n").unwrap_or(data);
+    let mut hasher = KeyHasher::new(normalizer);
+    body.split(|&c| c == b'\n')
+        .map(|line| hasher.one(line.strip_suffix(b"\r").unwrap_or(line)))
+        .collect()
+}
+
+/// The first problem of a CSV chunk Arrow refused, found with the `csv` crate: a record with
+/// the wrong number of fields, or a field that is not UTF-8.
+fn diagnose_csv(path: &Path, data: &[u8], first_line: u64, fields: usize) -> CliError {
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(data);
+    let mut record = csv::ByteRecord::new();
+    loop {
+        match rdr.read_byte_record(&mut record) {
+            Ok(false) => break,
+            Ok(true) => {}
+            Err(e) => return csv_error(path, data, first_line, &e),
+        }
+        let line = || {
+            record
+                .position()
+                .map_or(first_line, |p| line_of(data, p.byte(), first_line))
+        };
+        if record.len() != fields {
+            return CliError::Malformed {
+                path: path.to_path_buf(),
+                line: line(),
+                reason: format!("{} fields where the header has {fields}", record.len()),
+            };
+        }
+        if let Some(i) = record.iter().position(|f| std::str::from_utf8(f).is_err()) {
+            return CliError::Malformed {
+                path: path.to_path_buf(),
+                line: line(),
+                reason: format!(
+                    "field {} is not UTF-8 text; convert the file to UTF-8 (e.g. iconv -f \
+                     latin1 -t utf-8)",
+                    i + 1
+                ),
+            };
+        }
+    }
+    CliError::Malformed {
+        path: path.to_path_buf(),
+        line: first_line,
+        reason: "the CSV decoder refused this part of the file".to_owned(),
+    }
+}
+
+/// The 1-based line of the record starting at byte `pos` of `data` (whose first byte is on
+/// `first_line`): blank lines the `csv` crate skips before the record are counted.
+fn line_of(data: &[u8], pos: u64, first_line: u64) -> u64 {
+    let start = usize::try_from(pos).unwrap_or(usize::MAX).min(data.len());
+    let blank = data[start..]
+        .iter()
+        .take_while(|&&c| c == b'\r' || c == b'\n')
+        .count();
+    let newlines = memchr::memchr_iter(b'\n', &data[..start + blank]).count();
+    first_line + newlines as u64
+}
+
+/// The user-facing error of a `csv` crate error in `data` (whose first byte is on
+/// `first_line`).
+fn csv_error(path: &Path, data: &[u8], first_line: u64, e: &csv::Error) -> CliError {
+    let line = e
+        .position()
+        .map_or(first_line, |pos| line_of(data, pos.byte(), first_line));
     let reason = match e.kind() {
         csv::ErrorKind::UnequalLengths {
             expected_len, len, ..
@@ -243,48 +813,158 @@ fn csv_error(path: &Path, data: &[u8], e: &csv::Error) -> CliError {
     }
 }
 
-/// Rejects quoting the `csv` crate would silently accept: a quoted field left open at the end of
-/// the file, and text between a closing quote and the end of its field. (A quote inside an
-/// unquoted field is taken literally, as the `csv` crate does.) Returns the 1-based line and the
-/// reason of the first problem.
-fn check_quoting(data: &[u8]) -> Result<(), (u64, &'static str)> {
-    #[derive(Clone, Copy)]
-    enum State {
-        FieldStart,
-        Unquoted,
-        Quoted { opened: u64 },
-        AfterQuote { opened: u64 },
-    }
-    let mut state = State::FieldStart;
-    let mut line = 1u64;
-    for &c in data {
-        state = match (state, c) {
-            (State::FieldStart, b'"') => State::Quoted { opened: line },
-            (State::FieldStart | State::Unquoted, b',' | b'\r' | b'\n') => State::FieldStart,
-            (State::FieldStart | State::Unquoted, _) => State::Unquoted,
-            (State::Quoted { opened }, b'"') => State::AfterQuote { opened },
-            (State::Quoted { .. }, _) => state,
-            (State::AfterQuote { opened }, b'"') => State::Quoted { opened },
-            (State::AfterQuote { .. }, b',' | b'\r' | b'\n') => State::FieldStart,
-            (State::AfterQuote { .. }, _) => {
-                return Err((line, "text after the closing quote of a quoted field"));
-            }
-        };
-        if c == b'\n' {
-            line += 1;
+/// Opens a Parquet file for Arrow reading.
+pub fn parquet_builder(
+    path: &Path,
+) -> CliResult<parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder<std::fs::File>> {
+    let file = std::fs::File::open(path).map_err(|source| file_error(path, source))?;
+    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| parquet_error(path, &e))
+}
+
+/// The user-facing error of a Parquet read error.
+pub fn parquet_error(path: &Path, e: &dyn std::fmt::Display) -> CliError {
+    CliError::Usage(format!(
+        "{}: not a readable Parquet file: {e}",
+        path.display()
+    ))
+}
+
+fn read_parquet(spec: &InputSpec, progress: &(dyn Fn(u64) + Sync)) -> CliResult<Input> {
+    let path = spec.path;
+    let builder = parquet_builder(path)?;
+    let schema = builder.schema().clone();
+    let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    let key_columns = if spec.columns.is_empty() {
+        if names.len() == 1 {
+            vec![0]
+        } else {
+            return Err(CliError::Usage(format!(
+                "{}: name the key column with --column; the columns are: {}",
+                path.display(),
+                names.join(", ")
+            )));
+        }
+    } else {
+        find_columns(path, &names, spec.columns)?
+    };
+    for &k in &key_columns {
+        if schema.field(k).data_type().is_nested() {
+            return Err(CliError::Usage(format!(
+                "{}: column `{}` is of type {}, not a value a key can be made of",
+                path.display(),
+                names[k],
+                schema.field(k).data_type()
+            )));
         }
     }
-    match state {
-        State::Quoted { opened } => Err((opened, "quoted field is never closed")),
-        _ => Ok(()),
+    let rows_total = builder.metadata().file_metadata().num_rows().max(0) as u64;
+    let mask = parquet::arrow::ProjectionMask::roots(builder.parquet_schema(), key_columns.clone());
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(64 << 10)
+        .build()
+        .map_err(|e| parquet_error(path, &e))?;
+    // The reader returns the projected columns in file order; the key joins them in the
+    // order given.
+    let mut in_file_order = key_columns.clone();
+    in_file_order.sort_unstable();
+    let order: Vec<usize> = key_columns
+        .iter()
+        .map(|k| in_file_order.iter().position(|x| x == k).unwrap_or(0))
+        .collect();
+    let mut dedup = Dedup::with_capacity(usize::try_from(rows_total).unwrap_or(0));
+    let mut rows = 0u64;
+    let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    for batch in reader {
+        let batch = batch.map_err(|e| parquet_error(path, &e))?;
+        let columns: Vec<ArrayRef> = order
+            .iter()
+            .map(|&i| as_text(batch.column(i)))
+            .collect::<Result<_, _>>()
+            .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+        let items = hash_parallel(spec.normalizer, &columns)
+            .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
+        rows += items.len() as u64;
+        dedup.extend(&items).map_err(|_| too_many_keys(path))?;
+        if let Some(done) = bytes.saturating_mul(rows).checked_div(rows_total) {
+            progress(done);
+        }
     }
+    let keyed = dedup.finish();
+    Ok(Input {
+        keyed,
+        source: RowSource {
+            path: path.to_path_buf(),
+            format: Format::Parquet,
+            columns: names,
+            key_columns,
+            chunks: Vec::new(),
+            rows,
+        },
+        bytes,
+    })
+}
+
+/// A column as text: string and binary columns as they are, others cast to their string form.
+pub fn as_text(a: &ArrayRef) -> Result<ArrayRef, String> {
+    match a.data_type() {
+        DataType::Utf8
+        | DataType::LargeUtf8
+        | DataType::Utf8View
+        | DataType::Binary
+        | DataType::LargeBinary => Ok(a.clone()),
+        other => arrow_cast::cast(a, &DataType::Utf8)
+            .map_err(|e| format!("cannot use a column of type {other} as a key: {e}")),
+    }
+}
+
+/// Hashes the rows of equal-length text columns in parallel pieces, in row order.
+pub fn hash_parallel(normalizer: &Normalizer, columns: &[ArrayRef]) -> Result<ChunkItems, String> {
+    let rows = columns.first().map_or(0, |c| c.len());
+    let piece = rows
+        .div_ceil(rayon::current_num_threads().max(1) * 4)
+        .max(1024);
+    let pieces: Vec<Result<ChunkItems, String>> = (0..rows.div_ceil(piece))
+        .into_par_iter()
+        .map(|p| {
+            let start = p * piece;
+            let len = piece.min(rows - start);
+            let slices: Vec<ArrayRef> = columns.iter().map(|c| c.slice(start, len)).collect();
+            let mut out = Vec::with_capacity(len);
+            hash_batch(&mut KeyHasher::new(normalizer), &slices, &mut out)?;
+            Ok(out)
+        })
+        .collect();
+    let mut out = Vec::with_capacity(rows);
+    for p in pieces {
+        out.extend(p?);
+    }
+    Ok(out)
+}
+
+/// Reads the key columns of a record batch as text in the key's order (for callers holding
+/// Arrow data, such as the Python package).
+pub fn key_columns_of(batch: &RecordBatch, columns: &[String]) -> Result<Vec<ArrayRef>, String> {
+    let schema = batch.schema();
+    columns
+        .iter()
+        .map(|name| {
+            let (i, _) = schema
+                .column_with_name(name.trim())
+                .ok_or_else(|| format!("no column `{name}`"))?;
+            as_text(batch.column(i))
+        })
+        .collect()
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+    use crate::keyed::NO_KEY;
     use crate::normalize::Normalize;
+    use blindjoin_core::item::items_from_records;
     use std::io::Write;
 
     fn file(content: &[u8]) -> tempfile::NamedTempFile {
@@ -294,30 +974,35 @@ mod tests {
         f
     }
 
-    fn read(
-        content: &[u8],
-        column: Option<&str>,
-        kind: Normalize,
-    ) -> (tempfile::NamedTempFile, CliResult<Table>) {
-        let f = file(content);
-        let normalizer = Normalizer {
+    fn norm(kind: Normalize) -> Normalizer {
+        Normalizer {
             kind,
             country_code: None,
-        };
-        let t = read_table(&InputSpec {
-            path: f.path(),
-            column,
-            normalizer: &normalizer,
-        });
+        }
+    }
+
+    fn read(
+        content: &[u8],
+        columns: &[&str],
+        kind: Normalize,
+    ) -> (tempfile::NamedTempFile, CliResult<Input>) {
+        let f = file(content);
+        let columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+        let normalizer = norm(kind);
+        let t = read_input(
+            &InputSpec {
+                path: f.path(),
+                format: None,
+                columns: &columns,
+                normalizer: &normalizer,
+            },
+            &|_| {},
+        );
         (f, t)
     }
 
-    fn fields(r: &csv::ByteRecord) -> Vec<&[u8]> {
-        r.iter().collect()
-    }
-
-    fn keys(t: &Table) -> Vec<&[u8]> {
-        t.keys.iter().map(Vec::as_slice).collect()
+    fn items(keys: &[&[u8]]) -> Vec<Item> {
+        items_from_records(keys)
     }
 
     #[test]
@@ -326,53 +1011,37 @@ mod tests {
             1,\"Kowalski, Anna\",anna@x.org\n\
             2,\"Line\nbreak \"\"quoted\"\"\",\"bob@y.org\"\n\
             3,Plain,\" Anna@X.org\"\n";
-        let (_f, t) = read(content, Some("email"), Normalize::Email);
+        let (_f, t) = read(content, &["email"], Normalize::Email);
         let t = t.unwrap();
-        assert_eq!(
-            fields(t.header.as_ref().unwrap()),
-            vec![&b"id"[..], b"name", b"email"]
-        );
-        assert_eq!(t.rows.len(), 3);
-        assert_eq!(
-            fields(&t.rows[0]),
-            vec![&b"1"[..], b"Kowalski, Anna", b"anna@x.org"]
-        );
-        assert_eq!(
-            fields(&t.rows[1]),
-            vec![&b"2"[..], b"Line\nbreak \"quoted\"", b"bob@y.org"]
-        );
-        assert_eq!(keys(&t), vec![&b"anna@x.org"[..], b"bob@y.org"]);
-        assert_eq!(t.row_key, vec![Some(0), Some(1), Some(0)]);
-        assert_eq!((t.empty_keys, t.duplicate_rows), (0, 1));
+        assert_eq!(t.source.columns, vec!["id", "name", "email"]);
+        assert_eq!(t.source.key_columns, vec![2]);
+        assert_eq!(t.keyed.items, items(&[b"anna@x.org", b"bob@y.org"]));
+        assert_eq!(t.keyed.row_item, vec![0, 1, 0]);
+        assert_eq!((t.keyed.empty_keys, t.keyed.duplicate_rows), (0, 1));
+        assert_eq!(t.source.rows, 3);
+        assert_eq!(t.bytes, content.len() as u64);
     }
 
     #[test]
     fn csv_bom_and_padded_header() {
         let (_f, t) = read(
             b"\xEF\xBB\xBF email , id\nA@x.org,1\r\nb@x.org,2",
-            Some("email"),
+            &["email"],
             Normalize::Lower,
         );
         let t = t.unwrap();
-        assert_eq!(
-            fields(t.header.as_ref().unwrap()),
-            vec![&b" email "[..], b" id"]
-        );
-        assert_eq!(keys(&t), vec![&b"a@x.org"[..], b"b@x.org"]);
+        assert_eq!(t.source.columns, vec![" email ", " id"]);
+        assert_eq!(t.keyed.items, items(&[b"a@x.org", b"b@x.org"]));
         // A quoted first header after the BOM.
-        let (_f, t) = read(
-            b"\xEF\xBB\xBF\"email\"\nx\n",
-            Some("email"),
-            Normalize::None,
-        );
-        assert_eq!(keys(&t.unwrap()), vec![&b"x"[..]]);
+        let (_f, t) = read(b"\xEF\xBB\xBF\"email\"\nx\n", &["email"], Normalize::None);
+        assert_eq!(t.unwrap().keyed.items, items(&[b"x"]));
     }
 
     #[test]
     fn csv_missing_column() {
         let (f, t) = read(
             b"\xEF\xBB\xBFid, name ,phone\n1,a,2\n",
-            Some("email"),
+            &["email"],
             Normalize::None,
         );
         match t {
@@ -389,72 +1058,104 @@ mod tests {
         }
     }
 
+    fn malformed(content: &[u8]) -> (u64, String) {
+        let (_f, t) = read(content, &["email"], Normalize::None);
+        match t {
+            Err(CliError::Malformed { line, reason, .. }) => (line, reason),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
     #[test]
     fn csv_malformed_line_numbers() {
-        let content = b"id,email\n1,a@x\n\"2\",\"multi\nline\"\n3\n4,d@x\n";
-        let (_f, t) = read(content, Some("email"), Normalize::None);
-        match t {
-            Err(CliError::Malformed { line, reason, .. }) => {
-                assert_eq!(line, 5);
-                assert_eq!(reason, "1 fields where the header has 2");
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-        let (_f, t) = read(b"id,email\n1,a\n2,b\n3\n", Some("email"), Normalize::None);
-        let e = t.unwrap_err();
-        assert!(matches!(e, CliError::Malformed { line: 4, .. }), "{e:?}");
-        assert!(e.to_string().contains(": line 4: "), "{e}");
-        let (_f, t) = read(b"id,email\n1,a,extra\n", Some("email"), Normalize::None);
-        assert!(
-            matches!(t, Err(CliError::Malformed { line: 2, .. })),
-            "{t:?}"
+        assert_eq!(
+            malformed(b"id,email\n1,a@x\n\"2\",\"multi\nline\"\n3\n4,d@x\n"),
+            (5, "1 fields where the header has 2".to_owned())
+        );
+        assert_eq!(malformed(b"id,email\n1,a\n2,b\n3\n").0, 4);
+        let (_f, t) = read(b"id,email\n1,a\n2,b\n3\n", &["email"], Normalize::None);
+        assert!(t.unwrap_err().to_string().contains(": line 4: "));
+        assert_eq!(
+            malformed(b"id,email\n1,a,extra\n"),
+            (2, "3 fields where the header has 2".to_owned())
         );
         // Broken quoting.
-        let (_f, t) = read(
-            b"id,email\n1,a\n2,\"b\nc\n3,d\n",
-            Some("email"),
-            Normalize::None,
+        assert_eq!(
+            malformed(b"id,email\n1,a\n2,\"b\nc\n3,d\n"),
+            (3, "quoted field is never closed".to_owned())
         );
-        match t {
-            Err(CliError::Malformed { line, reason, .. }) => {
-                assert_eq!(line, 3);
-                assert_eq!(reason, "quoted field is never closed");
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-        let (_f, t) = read(b"id,email\n1,a\n2,\"b\"c\n", Some("email"), Normalize::None);
-        match t {
-            Err(CliError::Malformed { line, reason, .. }) => {
-                assert_eq!(line, 3);
-                assert_eq!(reason, "text after the closing quote of a quoted field");
-            }
-            other => panic!("unexpected {other:?}"),
-        }
+        assert_eq!(
+            malformed(b"id,email\n1,a\n2,\"b\"c\n"),
+            (
+                3,
+                "text after the closing quote of a quoted field".to_owned()
+            )
+        );
         // Blank lines (skipped) before the bad record, CRLF line endings.
-        let (_f, t) = read(
-            b"id,email\r\n1,a\r\n\r\n\r\n3\r\n",
-            Some("email"),
-            Normalize::None,
-        );
-        assert!(
-            matches!(t, Err(CliError::Malformed { line: 5, .. })),
-            "{t:?}"
-        );
-        let (_f, t) = read(b"\n\nid,email\n\n1\n", Some("email"), Normalize::None);
-        assert!(
-            matches!(t, Err(CliError::Malformed { line: 5, .. })),
-            "{t:?}"
+        assert_eq!(malformed(b"id,email\r\n1,a\r\n\r\n\r\n3\r\n").0, 5);
+        assert_eq!(malformed(b"\n\nid,email\n\n1\n").0, 5);
+        // Not UTF-8.
+        assert_eq!(
+            malformed(b"id,email\n1,a\n2,\xff\n"),
+            (
+                3,
+                "field 2 is not UTF-8 text; convert the file to UTF-8 (e.g. iconv -f latin1 -t \
+                 utf-8)"
+                    .to_owned()
+            )
         );
         // A quote inside an unquoted field is literal.
-        let (_f, t) = read(b"id,email\n1,5\" pipe\n", Some("email"), Normalize::None);
-        assert_eq!(keys(&t.unwrap()), vec![&b"5\" pipe"[..]]);
+        let (_f, t) = read(b"id,email\n1,5\" pipe\n", &["email"], Normalize::None);
+        assert_eq!(t.unwrap().keyed.items, items(&[b"5\" pipe"]));
+    }
+
+    #[test]
+    fn errors_in_later_chunks_name_their_line() {
+        // Many chunks: the bad record's line counts every line before it, quoted newlines too.
+        let mut content = b"id,email\n".to_vec();
+        let mut line = 1u64;
+        let mut i = 0u64;
+        while content.len() < 3 * CHUNK_BYTES {
+            content.extend_from_slice(format!("{i},\"a\n{i}@x\"\n").as_bytes());
+            line += 2;
+            i += 1;
+        }
+        content.extend_from_slice(b"bad\n");
+        line += 1;
+        assert_eq!(
+            malformed(&content),
+            (line, "1 fields where the header has 2".to_owned())
+        );
+        content.truncate(content.len() - 4);
+        content.extend_from_slice(b"9,\"x\"y\n");
+        assert_eq!(
+            malformed(&content),
+            (
+                line,
+                "text after the closing quote of a quoted field".to_owned()
+            )
+        );
+        // Read whole, every row keyed.
+        content.truncate(content.len() - 7);
+        let (_f, t) = read(&content, &["email"], Normalize::None);
+        let t = t.unwrap();
+        assert_eq!(t.keyed.rows() as u64, i);
+        assert_eq!(t.keyed.items.len() as u64, i);
+        assert!(t.source.chunks.len() >= 3, "{}", t.source.chunks.len());
+        let last = t.source.chunks.last().unwrap();
+        assert_eq!(last.first_row + last.rows, i);
+        let sample = format!("a\n{}@x", i - 1);
+        assert_eq!(
+            t.keyed.items[i as usize - 1],
+            items(&[sample.as_bytes()])[0]
+        );
     }
 
     #[test]
     fn csv_empty_files() {
         // No header at all: an error naming the file and the column, whatever the bytes.
         for content in [&b""[..], b"\xEF\xBB\xBF", b"\n", b"\r\n\r\n"] {
-            let (f, t) = read(content, Some("email"), Normalize::None);
+            let (f, t) = read(content, &["email"], Normalize::None);
             let e = t.unwrap_err();
             assert!(matches!(e, CliError::Usage(_)), "{e:?}");
             assert_eq!(
@@ -465,104 +1166,123 @@ mod tests {
                 )
             );
         }
-        // A header and no rows: a table of no rows.
-        let (_f, t) = read(b"id,email\n", Some("email"), Normalize::None);
-        let t = t.unwrap();
-        assert_eq!(t.header.as_ref().map(csv::ByteRecord::len), Some(2));
-        assert!(t.rows.is_empty());
-        let (_f, t) = read(b"id,email", Some("email"), Normalize::None);
-        assert!(t.unwrap().rows.is_empty());
+        // A header and no rows: an input of no rows.
+        for content in [&b"id,email\n"[..], b"id,email"] {
+            let (_f, t) = read(content, &["email"], Normalize::None);
+            let t = t.unwrap();
+            assert_eq!(t.source.columns.len(), 2);
+            assert_eq!(t.keyed.rows(), 0);
+        }
     }
 
     #[test]
     fn any_reader_reads_as_the_file_does() {
         let content = b"\xEF\xBB\xBFid,email\r\n1,A@x.org\r\n2,\"b@x.org\"\r\n3,a@X.org\r\n";
-        let normalizer = Normalizer {
-            kind: Normalize::Email,
-            country_code: None,
-        };
+        let normalizer = norm(Normalize::Email);
         let f = file(content);
+        let columns = ["email".to_owned()];
         let spec = InputSpec {
             path: f.path(),
-            column: Some("email"),
+            format: None,
+            columns: &columns,
             normalizer: &normalizer,
         };
-        let from_file = read_table(&spec).unwrap();
-        let from_bytes = read_table_from(&spec, &content[..]).unwrap();
-        assert_eq!(keys(&from_file), vec![&b"a@x.org"[..], b"b@x.org"]);
-        assert_eq!(keys(&from_bytes), keys(&from_file));
-        assert_eq!(from_bytes.rows, from_file.rows);
-        assert_eq!(from_bytes.row_key, from_file.row_key);
-        assert_eq!(from_bytes.header, from_file.header);
+        let from_file = read_input(&spec, &|_| {}).unwrap();
+        let from_bytes = read_input_from(&spec, &content[..]).unwrap();
+        assert_eq!(from_file.keyed.items, items(&[b"a@x.org", b"b@x.org"]));
+        assert_eq!(from_bytes.keyed, from_file.keyed);
+        assert_eq!(from_bytes.source.chunks, from_file.source.chunks);
     }
 
     #[test]
     fn csv_duplicates_and_empty_keys() {
         let content = b"k,email\n1,a@x\n2,\n3, A@X \n4,   \n5,b@x\n6,a@x\n7,\"\"\n";
-        let (_f, t) = read(content, Some("email"), Normalize::Email);
-        let t = t.unwrap();
-        assert_eq!(keys(&t), vec![&b"a@x"[..], b"b@x"]);
-        assert_eq!(
-            t.row_key,
-            vec![Some(0), None, Some(0), None, Some(1), Some(0), None]
-        );
+        let (_f, t) = read(content, &["email"], Normalize::Email);
+        let t = t.unwrap().keyed;
+        assert_eq!(t.items, items(&[b"a@x", b"b@x"]));
+        assert_eq!(t.row_item, vec![0, NO_KEY, 0, NO_KEY, 1, 0, NO_KEY]);
         assert_eq!(t.empty_keys, 3);
         assert_eq!(t.duplicate_rows, 2);
-        assert_eq!(t.rows.len(), 7);
+    }
+
+    #[test]
+    fn composite_keys() {
+        let content =
+            b"first,last,dob\nAnna,Nowak,1990\nanna ,NOWAK,1990\nAnn,aNowak,1990\nBo,,1991\n";
+        let (_f, t) = read(content, &["last", "first", " dob"], Normalize::Lower);
+        let t = t.unwrap();
+        assert_eq!(t.source.key_columns, vec![1, 0, 2]);
+        let key = |fields: &[&[u8]]| {
+            let mut k = Vec::new();
+            for f in fields {
+                k.extend_from_slice(&(f.len() as u64).to_le_bytes());
+                k.extend_from_slice(f);
+            }
+            k
+        };
+        assert_eq!(
+            t.keyed.items,
+            items_from_records(&[
+                key(&[b"nowak", b"anna", b"1990"]),
+                key(&[b"anowak", b"ann", b"1990"]),
+            ])
+        );
+        assert_eq!(t.keyed.row_item, vec![0, 0, 1, NO_KEY]);
     }
 
     #[test]
     fn lines_mode_crlf_empty_lines_and_duplicates() {
-        let (_f, t) = read(b"a\r\nb\r\n\r\na\r\n\nc", None, Normalize::None);
+        let (_f, t) = read(b"a\r\nb\r\n\r\na\r\n\nc", &[], Normalize::None);
         let t = t.unwrap();
-        assert!(t.header.is_none());
-        let rows: Vec<Vec<&[u8]>> = t.rows.iter().map(fields).collect();
-        assert_eq!(
-            rows,
-            vec![
-                vec![&b"a"[..]],
-                vec![b"b"],
-                vec![b""],
-                vec![b"a"],
-                vec![b""],
-                vec![b"c"]
-            ]
-        );
-        assert_eq!(keys(&t), vec![&b"a"[..], b"b", b"c"]);
-        assert_eq!(
-            t.row_key,
-            vec![Some(0), Some(1), None, Some(0), None, Some(2)]
-        );
-        assert_eq!((t.empty_keys, t.duplicate_rows), (2, 1));
+        assert!(t.source.columns.is_empty());
+        assert_eq!(t.source.format, Format::Lines);
+        assert_eq!(t.keyed.items, items(&[b"a", b"b", b"c"]));
+        assert_eq!(t.keyed.row_item, vec![0, 1, NO_KEY, 0, NO_KEY, 2]);
+        assert_eq!((t.keyed.empty_keys, t.keyed.duplicate_rows), (2, 1));
 
         // The empty remainder after the final newline is not a record; commas and quotes are data.
-        let (_f, t) = read(b"\xEF\xBB\xBFx,\"y\"\n\n", None, Normalize::None);
+        let (_f, t) = read(b"\xEF\xBB\xBFx,\"y\"\n\n", &[], Normalize::None);
         let t = t.unwrap();
-        assert_eq!(t.rows.len(), 2);
-        assert_eq!(keys(&t), vec![&b"x,\"y\""[..]]);
-        assert_eq!(t.empty_keys, 1);
+        assert_eq!(t.keyed.rows(), 2);
+        assert_eq!(t.keyed.items, items(&[b"x,\"y\""]));
+        assert_eq!(t.keyed.empty_keys, 1);
 
         for empty in [&b""[..], b"\xEF\xBB\xBF"] {
-            let (_f, t) = read(empty, None, Normalize::None);
-            assert!(t.unwrap().rows.is_empty());
+            let (_f, t) = read(empty, &[], Normalize::None);
+            assert_eq!(t.unwrap().keyed.rows(), 0);
         }
-        let (_f, t) = read(b"\n", None, Normalize::None);
-        assert_eq!(t.unwrap().empty_keys, 1);
+        let (_f, t) = read(b"\n", &[], Normalize::None);
+        assert_eq!(t.unwrap().keyed.empty_keys, 1);
+        // Bytes that are not UTF-8 are keys as they are.
+        let (_f, t) = read(b"\xff\xfe\n", &[], Normalize::None);
+        assert_eq!(t.unwrap().keyed.items, items(&[b"\xff\xfe"]));
+    }
+
+    #[test]
+    fn long_lines_span_chunks() {
+        let long = vec![b'x'; CHUNK_BYTES * 2 + 17];
+        let mut content = b"short\n".to_vec();
+        content.extend_from_slice(&long);
+        content.extend_from_slice(b"\nend\n");
+        let (_f, t) = read(&content, &[], Normalize::None);
+        let t = t.unwrap();
+        assert_eq!(t.keyed.items, items(&[b"short", &long, b"end"]));
     }
 
     #[test]
     fn missing_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("nope.csv");
-        let normalizer = Normalizer {
-            kind: Normalize::None,
-            country_code: None,
-        };
-        let e = read_table(&InputSpec {
-            path: &path,
-            column: None,
-            normalizer: &normalizer,
-        })
+        let normalizer = norm(Normalize::None);
+        let e = read_input(
+            &InputSpec {
+                path: &path,
+                format: None,
+                columns: &[],
+                normalizer: &normalizer,
+            },
+            &|_| {},
+        )
         .unwrap_err();
         assert!(
             matches!(&e, CliError::File { path: p, .. } if *p == path),
@@ -571,17 +1291,19 @@ mod tests {
     }
 
     #[test]
-    fn rows_of_keys() {
-        let (_f, t) = read(b"a\nb\n\na\nc\nb\n", None, Normalize::None);
-        let t = t.unwrap();
+    fn formats_by_extension() {
+        let p = |s: &str| PathBuf::from(s);
         assert_eq!(
-            t.row_key,
-            vec![Some(0), Some(1), None, Some(0), Some(2), Some(1)]
+            Format::of_input(None, &p("a.parquet"), false),
+            Format::Parquet
         );
-        assert_eq!(t.rows_of_keys(&[]), Vec::<usize>::new());
-        assert_eq!(t.rows_of_keys(&[0]), vec![0, 3]);
-        assert_eq!(t.rows_of_keys(&[1, 2]), vec![1, 4, 5]);
-        assert_eq!(t.rows_of_keys(&[0, 1, 2]), vec![0, 1, 3, 4, 5]);
-        assert_eq!(t.rows_of_keys(&[2, 0, 7]), vec![0, 3, 4]);
+        assert_eq!(Format::of_input(None, &p("a.PQ"), true), Format::Parquet);
+        assert_eq!(Format::of_input(None, &p("a.csv"), true), Format::Csv);
+        assert_eq!(Format::of_input(None, &p("a.txt"), false), Format::Lines);
+        assert_eq!(Format::of_input(None, &p("a.csv"), false), Format::Lines);
+        assert_eq!(
+            Format::of_input(Some(Format::Csv), &p("a.parquet"), true),
+            Format::Csv
+        );
     }
 }

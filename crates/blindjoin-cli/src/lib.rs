@@ -8,6 +8,7 @@ pub mod cli;
 pub mod demo;
 pub mod error;
 pub mod input;
+pub mod keyed;
 pub mod keygen;
 pub mod link;
 pub mod normalize;

@@ -123,6 +123,45 @@ impl Normalizer {
         };
         (!out.is_empty()).then_some(out)
     }
+
+    /// [`Normalizer::apply`] written into `out` (cleared first), without allocating for ASCII
+    /// keys: returns whether the key is non-empty and valid (`out` then holds exactly what
+    /// `apply` returns). For an ASCII key NFC changes nothing and Unicode lower case is ASCII
+    /// lower case, so `trim`, `nfc`, `lower` and `email` take a byte-wise path; other keys take
+    /// `apply`'s.
+    pub fn apply_into(&self, raw: &[u8], out: &mut Vec<u8>) -> bool {
+        out.clear();
+        if raw.is_ascii() {
+            match self.kind {
+                Normalize::None | Normalize::Nfc => out.extend_from_slice(raw),
+                Normalize::Trim => out.extend_from_slice(trim_ascii_unicode(raw)),
+                Normalize::Lower | Normalize::Email => {
+                    out.extend(trim_ascii_unicode(raw).iter().map(u8::to_ascii_lowercase))
+                }
+                Normalize::Phone => match self.apply(raw) {
+                    Some(key) => *out = key,
+                    None => return false,
+                },
+            }
+            return !out.is_empty();
+        }
+        match self.apply(raw) {
+            Some(key) => {
+                *out = key;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Trims an ASCII key of the characters `str::trim` removes from it: the Unicode `White_Space`
+/// characters below 0x80 (tab, line feed, vertical tab, form feed, carriage return, space).
+fn trim_ascii_unicode(raw: &[u8]) -> &[u8] {
+    let ws = |c: &u8| matches!(c, b'\t' | b'\n' | 0x0B | 0x0C | b'\r' | b' ');
+    let start = raw.iter().position(|c| !ws(c)).unwrap_or(raw.len());
+    let end = raw.iter().rposition(|c| !ws(c)).map_or(start, |e| e + 1);
+    &raw[start..end]
 }
 
 /// Trims Unicode whitespace from UTF-8 keys and ASCII whitespace from other keys.
@@ -421,5 +460,42 @@ mod tests {
         // No country code starts with 0.
         assert_eq!(k.apply(b"+0442079460958"), None);
         assert_eq!(k.apply(b"0000442079460958"), None);
+    }
+
+    #[test]
+    fn apply_into_is_apply() {
+        let mut keys: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b" Anna@X.org ".to_vec(),
+            b"\x0b\x0c\t\r\n a\x1c".to_vec(),
+            b"\x1fA\x1f".to_vec(),
+            b"  ".to_vec(),
+            "\u{a0}\u{c9}cole@X.fr\u{2003}".as_bytes().to_vec(),
+            "e\u{301}".as_bytes().to_vec(),
+            b"\xff A".to_vec(),
+            b"+44 (20) 7946-0958".to_vec(),
+            b"020 7946 0958".to_vec(),
+        ];
+        for b in 0u8..0x80 {
+            keys.push(vec![b]);
+            keys.push(vec![b'x', b, b'Y', b]);
+        }
+        let kinds = [
+            Normalize::None,
+            Normalize::Trim,
+            Normalize::Nfc,
+            Normalize::Lower,
+            Normalize::Email,
+            Normalize::Phone,
+        ];
+        let mut out = b"left over".to_vec();
+        for kind in kinds {
+            for k in [n(kind), cc("44")] {
+                for key in &keys {
+                    let valid = k.apply_into(key, &mut out);
+                    assert_eq!(valid.then(|| out.clone()), k.apply(key), "{kind:?} {key:?}");
+                }
+            }
+        }
     }
 }

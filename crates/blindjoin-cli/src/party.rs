@@ -1,15 +1,22 @@
-//! One party's run on a file: read and normalise, hash to items, connect, run the protocol,
+//! One party's run: read and hash the keys while the connection is made, run the protocol,
 //! write the matched rows (receiver), report.
+//!
+//! [`run_party`] is the run on keys from anywhere (the Python package calls it with Arrow
+//! data); [`run_file_party`] is the run on a file, as `send` and `receive` do it.
 
 use crate::cli::PartyOpts;
 use crate::error::{CliError, CliResult};
-use crate::input::{InputSpec, Table, read_table};
+use crate::input::{Format, Input, InputSpec, read_input};
+use crate::keyed::Keyed;
 use crate::link::Endpoint;
 use crate::normalize::Normalizer;
-use crate::output::{Prepared, check_output, prepare_rows, write_atomic};
+use crate::output::{
+    OutputSpec, Prepared, check_output, check_output_spec, prepare_output, write_atomic,
+};
 use crate::progress::Bars;
 use crate::report::{
-    InputStats, IntersectionStats, Phase, RunReport, hex, human_bytes, process_cpu_seconds,
+    InputStats, IntersectionStats, Phase, RunReport, hex, human_bytes, peak_rss_bytes,
+    process_cpu_seconds,
 };
 use blindjoin_core::channel::metered::Metered;
 use blindjoin_core::channel::transcript::Transcript;
@@ -20,6 +27,7 @@ use blindjoin_psi::{Protocol, RunOptions};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// The role on the command line, with the receiver's output file.
@@ -34,20 +42,18 @@ pub enum CliRole {
     Sender,
 }
 
-/// Everything one file-based party needs.
-pub struct FileParty<'a> {
-    /// Role and output.
-    pub role: CliRole,
+/// Everything a party needs but its keys.
+pub struct Party {
+    /// Whether this party receives the intersection.
+    pub receiver: bool,
     /// How to reach the peer.
     pub endpoint: Endpoint,
-    /// TLS or plain TCP, and the time limits.
+    /// TLS or plain TCP, the time limits and the cancel flag.
     pub link: LinkConfig,
-    /// Input file.
-    pub input: &'a Path,
-    /// CSV key column, or `None` for one key per line.
-    pub column: Option<&'a str>,
-    /// Key normalisation.
+    /// Key normalisation (named in the handshake).
     pub normalizer: Normalizer,
+    /// Key fields joined into a key (named in the handshake when more than one).
+    pub key_fields: usize,
     /// The protocol.
     pub protocol: &'static Protocol,
     /// Protocol options (progress included).
@@ -58,6 +64,42 @@ pub struct FileParty<'a> {
     pub alone_in_process: bool,
 }
 
+/// What the keys came from, for the report.
+pub struct KeysRead {
+    /// The keyed rows.
+    pub keyed: Keyed,
+    /// The input's statistics line of the report (rows and keys are filled in from `keyed`).
+    pub path: String,
+    /// Seconds spent reading, normalising and hashing (phases, in order).
+    pub phases: Vec<Phase>,
+}
+
+/// A party's result: its report and, for the receiver, the matched rows (ascending).
+pub struct PartyResult {
+    /// The report.
+    pub report: RunReport,
+    /// The receiver's matched rows.
+    pub rows: Option<Vec<usize>>,
+}
+
+/// Everything one file-based party needs.
+pub struct FileParty<'a> {
+    /// Role and output.
+    pub role: CliRole,
+    /// The party but its keys.
+    pub party: Party,
+    /// Input file.
+    pub input: &'a Path,
+    /// The input's format (`None`: by [`Format::of_input`]).
+    pub format: Option<Format>,
+    /// Key columns (empty: one key per line, or the only column of a Parquet file).
+    pub columns: &'a [String],
+    /// How the matched rows are written.
+    pub output: OutputSpec,
+    /// Told the bytes read so far.
+    pub read_progress: Option<Arc<dyn Fn(u64) + Send + Sync>>,
+}
+
 /// The default bound on the peer's set size: what a data owner would accept without thinking
 /// twice, max(2^20, 4 × our own set size). A larger claim lets a fake receiver test that many
 /// guesses against the sender's set in one run.
@@ -65,50 +107,147 @@ pub fn default_max_peer_size(own: usize) -> u64 {
     (1u64 << 20).max(4 * own as u64)
 }
 
-/// Maps the distinct keys to items, in parallel.
+/// Maps distinct keys to items, in parallel.
 pub fn items_of(keys: &[Vec<u8>]) -> Vec<Item> {
     keys.par_chunks(1 << 12)
         .flat_map_iter(items_from_records)
         .collect()
 }
 
-/// Runs one party on a file (see the module doc) and returns its report. The receiver's output
-/// file is put in place only after the protocol and the final confirmation succeeded.
-pub fn run_file_party(p: FileParty<'_>) -> CliResult<(RunReport, Table, Option<Vec<usize>>)> {
-    // What would fail late is refused before reading or connecting.
-    blindjoin_psi::check_security(p.protocol, &p.opts)?;
+/// Runs one party on a file (see the module doc). The receiver's output file is put in place
+/// only after the protocol and the final confirmation succeeded.
+pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
+    let format = Format::of_input(p.format, p.input, !p.columns.is_empty());
     if let CliRole::Receiver { output: Some(out) } = &p.role {
         check_output(out, &[p.input])?;
+        check_output_spec(out, &p.output, format, p.columns.len())?;
     }
-    let start = Instant::now();
-    let mut phases = Vec::new();
-    let table = read_table(&InputSpec {
+    let normalizer = p.party.normalizer.clone();
+    let spec = InputSpec {
         path: p.input,
-        column: p.column,
-        normalizer: &p.normalizer,
-    })?;
-    let t = lap(&mut phases, "read input", start);
-    let items = items_of(&table.keys);
-    let t = lap(&mut phases, "hash items", t);
+        format: p.format,
+        columns: p.columns,
+        normalizer: &normalizer,
+    };
+    let progress = p.read_progress.clone();
+    let source = std::cell::OnceCell::new();
+    let out_path = match &p.role {
+        CliRole::Receiver { output } => output.clone(),
+        CliRole::Sender => None,
+    };
+    let output_spec = p.output;
+    let result = run_party(
+        p.party,
+        || {
+            let t = Instant::now();
+            let input = read_input(&spec, &|b| {
+                if let Some(f) = &progress {
+                    f(b);
+                }
+            })?;
+            let phases = vec![Phase {
+                name: "read input".to_owned(),
+                seconds: t.elapsed().as_secs_f64(),
+            }];
+            let Input {
+                keyed,
+                source: rows,
+                ..
+            } = input;
+            let _ = source.set(rows);
+            Ok(KeysRead {
+                keyed,
+                path: p.input.display().to_string(),
+                phases,
+            })
+        },
+        |rows| match (&out_path, source.get()) {
+            (Some(path), Some(source)) => {
+                prepare_output(path, source, rows, &output_spec).map(Some)
+            }
+            _ => Ok(None),
+        },
+    )?;
+    Ok(result)
+}
+
+/// Runs one party (see the module doc): `read` gives the keys and runs while the connection
+/// is made; on the receiver, `output` prepares the output of the matched rows (ascending
+/// indices), which is put in place only after the final confirmation. A failure of `read`
+/// stops the connection attempt.
+pub fn run_party(
+    p: Party,
+    read: impl FnOnce() -> CliResult<KeysRead>,
+    output: impl FnOnce(&[usize]) -> CliResult<Option<Prepared>>,
+) -> CliResult<PartyResult> {
+    // What would fail late is refused before reading or connecting.
+    blindjoin_psi::check_security(p.protocol, &p.opts)?;
+    let start = Instant::now();
+    let mut link_cfg = p.link.clone();
+    let cancel = Arc::new(AtomicBool::new(false));
+    let outer_cancel = link_cfg.cancel.clone();
+    link_cfg.cancel = Some(cancel.clone());
+    // The connection is made while the keys are read.
+    let done = AtomicBool::new(false);
+    let (keys, link) = std::thread::scope(|s| {
+        let endpoint = p.endpoint;
+        let cfg = link_cfg.clone();
+        let watcher_cancel = cancel.clone();
+        let connecting = s.spawn(move || {
+            let t = Instant::now();
+            (endpoint.open(&cfg), t.elapsed().as_secs_f64())
+        });
+        // Forward an outer cancel (the Python package's Ctrl-C) to the connection attempt.
+        let done_ref = &done;
+        if let Some(outer) = outer_cancel.clone() {
+            s.spawn(move || {
+                while !done_ref.load(Ordering::Relaxed) {
+                    if outer.load(Ordering::Relaxed) {
+                        watcher_cancel.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+            });
+        }
+        let keys = read();
+        if keys.is_err() {
+            cancel.store(true, Ordering::Relaxed);
+        }
+        let link = connecting.join();
+        done.store(true, Ordering::Relaxed);
+        (keys, link)
+    });
+    let keys = keys?;
+    let (link, connect_seconds) = match link {
+        Ok(l) => l,
+        Err(panic) => std::panic::resume_unwind(panic),
+    };
+    let link = link?;
+    let mut phases = keys.phases;
+    let items = &keys.keyed.items;
+    phases.push(Phase {
+        name: "connect (while reading)".to_owned(),
+        seconds: connect_seconds,
+    });
 
     let mut opts = p.opts.clone();
     opts.key_params = p.normalizer.handshake_params();
+    if p.key_fields > 1 {
+        opts.key_params
+            .push(("key_fields".to_owned(), p.key_fields.to_string()));
+    }
     opts.max_peer_set_size = p
         .max_peer_size
         .unwrap_or_else(|| default_max_peer_size(items.len()));
-    let link = p.endpoint.open(&p.link)?;
-    lap(&mut phases, "connect", t);
     let mut ch = Transcript::new(Metered::new(link));
     let mut rng = rand::rng();
-    let (session, proto_phases, indices) = match &p.role {
-        CliRole::Receiver { .. } => {
-            let out = p.protocol.receive(&mut ch, &items, &opts, &mut rng)?;
-            (out.session, out.phases, Some(out.indices))
-        }
-        CliRole::Sender => {
-            let out = p.protocol.send(&mut ch, &items, &opts, &mut rng)?;
-            (out.session, out.phases, None)
-        }
+    let (session, proto_phases, indices) = if p.receiver {
+        let out = p.protocol.receive(&mut ch, items, &opts, &mut rng)?;
+        (out.session, out.phases, Some(out.indices))
+    } else {
+        let out = p.protocol.send(&mut ch, items, &opts, &mut rng)?;
+        (out.session, out.phases, None)
     };
     for (name, secs) in proto_phases.0 {
         phases.push(Phase {
@@ -118,26 +257,25 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<(RunReport, Table, Option<V
     }
     let t = Instant::now();
 
-    let intersection = match (&p.role, &indices) {
-        (CliRole::Receiver { output }, Some(idx)) => {
-            let rows = table.rows_of_keys(idx);
-            let prepared: Option<Prepared> = match output {
-                Some(path) => match prepare_rows(path, &table, &rows) {
-                    Ok(prep) => Some(prep),
-                    Err(e) => {
-                        // The sender learns that the run failed; our error is the one to show.
-                        let _ = finish::receiver_confirm(&mut ch, Some(&e.to_string()));
-                        return Err(e);
-                    }
-                },
-                None => None,
+    let (intersection, rows) = match &indices {
+        Some(idx) => {
+            let rows = keys.keyed.rows_of_items(idx);
+            let prepared = match output(&rows) {
+                Ok(prep) => prep,
+                Err(e) => {
+                    // The sender learns that the run failed; our error is the one to show.
+                    let _ = finish::receiver_confirm(&mut ch, Some(&e.to_string()));
+                    return Err(e);
+                }
             };
             if let Err(e) = finish::receiver_confirm(&mut ch, None) {
                 // The sender waits for our verdict: tell it why we stop (best effort).
                 let _ = finish::receiver_final(&mut ch, Some(&e.to_string()));
                 return Err(e.into());
             }
+            let mut target = None;
             if let Some(prep) = prepared {
+                target = Some(prep.path().display().to_string());
                 if let Err(e) = prep.persist() {
                     let _ = finish::receiver_final(&mut ch, Some(&e.to_string()));
                     return Err(e);
@@ -145,15 +283,16 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<(RunReport, Table, Option<V
                 lap(&mut phases, "write output", t);
             }
             finish::receiver_final(&mut ch, None)?;
-            Some(IntersectionStats {
+            let stats = IntersectionStats {
                 distinct_keys: idx.len() as u64,
                 rows: rows.len() as u64,
-                output: output.as_ref().map(|o| o.display().to_string()),
-            })
+                output: target,
+            };
+            (Some(stats), Some(rows))
         }
-        _ => {
+        None => {
             finish::sender_confirm(&mut ch)?;
-            None
+            (None, None)
         }
     };
     let traffic = ch.get_ref().traffic();
@@ -166,11 +305,11 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<(RunReport, Table, Option<V
         lambda: session.lambda,
         session_id: hex(&session.id),
         input: Some(InputStats {
-            path: p.input.display().to_string(),
-            rows: table.rows.len() as u64,
-            distinct_keys: table.keys.len() as u64,
-            empty_keys: table.empty_keys,
-            duplicate_rows: table.duplicate_rows,
+            path: keys.path,
+            rows: keys.keyed.rows() as u64,
+            distinct_keys: keys.keyed.items.len() as u64,
+            empty_keys: keys.keyed.empty_keys,
+            duplicate_rows: keys.keyed.duplicate_rows,
         }),
         own_set_size: items.len() as u64,
         peer_set_size: session.peer_size(),
@@ -179,9 +318,10 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<(RunReport, Table, Option<V
         phases,
         wall_seconds: start.elapsed().as_secs_f64(),
         cpu_seconds: p.alone_in_process.then(process_cpu_seconds),
+        peak_rss_bytes: p.alone_in_process.then(peak_rss_bytes),
         threads: rayon::current_num_threads(),
     };
-    Ok((report, table, indices))
+    Ok(PartyResult { report, rows })
 }
 
 fn lap(phases: &mut Vec<Phase>, name: &str, since: Instant) -> Instant {
@@ -205,7 +345,7 @@ pub fn run_options(o: &PartyOpts) -> RunOptions {
 }
 
 /// `blindjoin send` and `blindjoin receive`.
-pub fn run_cli(o: &PartyOpts, role: CliRole) -> CliResult<()> {
+pub fn run_cli(o: &PartyOpts, role: CliRole, output: OutputSpec) -> CliResult<()> {
     let endpoint = o.net.endpoint()?;
     if let Some(cc) = &o.country_code
         && (cc.is_empty() || !cc.bytes().all(|b| b.is_ascii_digit()) || cc.len() > 3)
@@ -241,7 +381,19 @@ pub fn run_cli(o: &PartyOpts, role: CliRole) -> CliResult<()> {
             o.lambda
         );
     }
-    let bars = Bars::new();
+    if let Some(dup) = o
+        .column
+        .iter()
+        .enumerate()
+        .find(|(i, c)| o.column[..*i].iter().any(|d| d.trim() == c.trim()))
+        .map(|(_, c)| c)
+    {
+        return Err(CliError::Usage(format!(
+            "--column names `{}` twice",
+            dup.trim()
+        )));
+    }
+    let bars = if o.quiet { Bars::hidden() } else { Bars::new() };
     let label = match role {
         CliRole::Receiver { .. } => "receiver",
         CliRole::Sender => "sender",
@@ -257,20 +409,30 @@ pub fn run_cli(o: &PartyOpts, role: CliRole) -> CliResult<()> {
             ));
         }));
     }
+    let receiver = matches!(role, CliRole::Receiver { .. });
     let result = run_file_party(FileParty {
         role,
-        endpoint,
-        link,
+        party: Party {
+            receiver,
+            endpoint,
+            link,
+            normalizer,
+            key_fields: o.column.len(),
+            protocol: o.protocol,
+            opts,
+            max_peer_size: o.max_peer_size,
+            alone_in_process: true,
+        },
         input: &o.input,
-        column: o.column.as_deref(),
-        normalizer,
-        protocol: o.protocol,
-        opts,
-        max_peer_size: o.max_peer_size,
-        alone_in_process: true,
+        format: o.format,
+        columns: &o.column,
+        output,
+        read_progress: Some(
+            bars.reading(label, std::fs::metadata(&o.input).map_or(0, |m| m.len())),
+        ),
     });
     bars.clear();
-    let (report, _, _) = result?;
+    let report = result?.report;
     if let Some(path) = &o.json {
         write_json(path, &report)?;
     }

@@ -33,6 +33,32 @@ impl Bars {
         }
     }
 
+    /// No bars at all (`--quiet`); lines are still printed.
+    pub fn hidden() -> Self {
+        Bars {
+            multi: MultiProgress::with_draw_target(ProgressDrawTarget::hidden()),
+            drawn: false,
+        }
+    }
+
+    /// A callback that shows the bytes of a `total`-byte input read so far.
+    pub fn reading(&self, label: &'static str, total: u64) -> Arc<dyn Fn(u64) + Send + Sync> {
+        let bar = self.multi.add(ProgressBar::new(total));
+        if let Ok(style) = ProgressStyle::with_template(
+            "{prefix:>9} {msg:<9} [{bar:30}] {binary_bytes}/{binary_total_bytes} {elapsed}",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar.set_prefix(label);
+        bar.set_message("read");
+        Arc::new(move |done| {
+            bar.set_position(done.min(total));
+            if done >= total {
+                bar.finish();
+            }
+        })
+    }
+
     /// Prints a line on stderr above the bars.
     pub fn println(&self, line: &str) {
         if !self.drawn || self.multi.println(line).is_err() {

@@ -34,6 +34,8 @@ pub struct RunReport {
     pub wall_seconds: f64,
     /// CPU seconds (user + system) of the process, when the process ran only this party.
     pub cpu_seconds: Option<f64>,
+    /// Peak resident memory of the process in bytes, when the process ran only this party.
+    pub peak_rss_bytes: Option<u64>,
     /// Worker threads.
     pub threads: usize,
 }

@@ -445,7 +445,7 @@ fn letters(name: &str) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
-    use crate::input::{InputSpec, read_table};
+    use crate::input::{InputSpec, read_input};
     use crate::normalize::{Normalize, Normalizer};
 
     fn spec(size: usize, other_size: usize, overlap: usize, seed: u64) -> GenSpec {
@@ -629,29 +629,36 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("id,name,email,phone\n"));
         for (column, kind) in [("email", Normalize::Email), ("phone", Normalize::Phone)] {
-            let t = read_table(&InputSpec {
-                path: &path,
-                column: Some(column),
-                normalizer: &Normalizer {
-                    kind,
-                    country_code: None,
+            let t = read_input(
+                &InputSpec {
+                    path: &path,
+                    format: None,
+                    columns: &[column.to_owned()],
+                    normalizer: &Normalizer {
+                        kind,
+                        country_code: None,
+                    },
                 },
-            })
-            .unwrap();
-            assert_eq!(t.rows.len(), g.a.len());
-            for (row, p) in t.rows.iter().zip(&g.a) {
-                let fields: Vec<&[u8]> = row.iter().collect();
-                let want = [&p.id, &p.name, &p.email, &p.phone].map(|s| s.as_bytes());
-                assert_eq!(fields, want);
+                &|_| {},
+            )
+            .unwrap()
+            .keyed;
+            assert_eq!(t.rows(), g.a.len());
+            let mut rdr = csv::Reader::from_path(&path).unwrap();
+            let rows: Vec<csv::StringRecord> = rdr.records().map(Result::unwrap).collect();
+            assert_eq!(rows.len(), g.a.len());
+            for (row, p) in rows.iter().zip(&g.a) {
+                let fields: Vec<&str> = row.iter().collect();
+                assert_eq!(fields, [&p.id, &p.name, &p.email, &p.phone]);
             }
             let (size, dups, empty) = (400, 400 / 50, 400 / 200);
             match kind {
                 Normalize::Email => {
-                    assert_eq!(t.keys.len(), size);
+                    assert_eq!(t.items.len(), size);
                     assert_eq!((t.empty_keys, t.duplicate_rows), (empty, dups));
                 }
                 _ => {
-                    assert_eq!(t.keys.len(), size + empty as usize);
+                    assert_eq!(t.items.len(), size + empty as usize);
                     assert_eq!((t.empty_keys, t.duplicate_rows), (0, dups));
                 }
             }

@@ -16,9 +16,9 @@
 //! nothing, and 10,000 refused connections before the real peer.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use blindjoin_cli::input::{InputSpec, read_table};
+use blindjoin_cli::input::{InputSpec, read_input};
 use blindjoin_cli::normalize::{Normalize, Normalizer};
-use blindjoin_cli::party::{default_max_peer_size, items_of};
+use blindjoin_cli::party::default_max_peer_size;
 use blindjoin_core::channel::metered::{self, Metered};
 use blindjoin_core::channel::transcript::Transcript;
 use blindjoin_core::finish;
@@ -430,16 +430,21 @@ fn run_through_relay(
 
 /// The items the CLI hashes from `path`'s `email` column (no normalisation).
 fn items(path: &Path) -> Vec<Item> {
-    let table = read_table(&InputSpec {
-        path,
-        column: Some("email"),
-        normalizer: &Normalizer {
-            kind: Normalize::None,
-            country_code: None,
+    read_input(
+        &InputSpec {
+            path,
+            format: None,
+            columns: &["email".to_owned()],
+            normalizer: &Normalizer {
+                kind: Normalize::None,
+                country_code: None,
+            },
         },
-    })
-    .unwrap();
-    items_of(&table.keys)
+        &|_| {},
+    )
+    .unwrap()
+    .keyed
+    .items
 }
 
 /// The protocol's frames in each direction between the receiver and the sender, in-process on

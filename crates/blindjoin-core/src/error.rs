@@ -109,6 +109,10 @@ pub enum Error {
     /// the message states the probability the parameters give this event.
     #[error("{0}")]
     HashingFailed(String),
+    /// The run was stopped on our side before the peer was reached (an input error, or the
+    /// user interrupted it).
+    #[error("stopped before the peer was reached")]
+    Cancelled,
 }
 
 /// The longest text from the peer an error message quotes, in characters.

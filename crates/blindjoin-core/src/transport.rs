@@ -44,6 +44,9 @@ pub struct LinkConfig {
     pub limits: Limits,
     /// How long a candidate connection may take to pass TLS and the link hello.
     pub candidate_wait: Duration,
+    /// Set to stop [`connect`] or [`accept`] while they wait for the peer (they end with
+    /// [`Error::Cancelled`] within about 200 ms).
+    pub cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl LinkConfig {
@@ -53,7 +56,15 @@ impl LinkConfig {
             tls: None,
             limits,
             candidate_wait: Duration::from_secs(10),
+            cancel: None,
         }
+    }
+
+    /// Whether [`LinkConfig::cancel`] is set.
+    pub fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// TLS with `tls` under `limits`, candidates given 10 s.
@@ -62,6 +73,7 @@ impl LinkConfig {
             tls: Some(Arc::new(tls)),
             limits,
             candidate_wait: Duration::from_secs(10),
+            cancel: None,
         }
     }
 }
@@ -226,6 +238,9 @@ pub fn connect(addr: &str, cfg: &LinkConfig, log: &mut dyn FnMut(&str)) -> Resul
                 during: "the peer to accept our connection",
             });
         }
+        if cfg.cancelled() {
+            return Err(Error::Cancelled);
+        }
         if !told {
             log(&format!(
                 "nobody accepts connections at {addr} yet ({last}); retrying until the deadline"
@@ -312,6 +327,9 @@ pub fn accept(listener: &TcpListener, cfg: &LinkConfig, log: &mut dyn FnMut(&str
                 });
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                if cfg.cancelled() {
+                    return Err(Error::Cancelled);
+                }
                 if cfg.limits.expired() && pending == 0 {
                     if refused > 0 {
                         return Err(Error::NoAcceptablePeer {

@@ -18,7 +18,7 @@
 //! | `kkrt16`, `cm20`, `psz14`, `ecdh`, `naive` | `Protocol::receive` or `Protocol::send` | a selector byte, then the peer's frames after a valid handshake |
 //! | `base_ot` | Chou-Orlandi sender or receiver (and the ideal base OT's receiver) | a selector byte, then the peer's frames |
 //! | `ot_ext` | IKNP, KOS, KK13 and KKRT in the roles that read | three selector bytes, then the peer's frames |
-//! | `csv` | `blindjoin_cli::input::read_table_from`, CSV mode | a selector byte, then the file |
+//! | `csv` | `blindjoin_cli::input::read_input_from`, CSV mode | a selector byte, then the file |
 //! | `lines` | the same, one key per line | a selector byte, then the file |
 //! | `link` | `blindjoin_core::transport::check_link_hello` | the peer's link hello frame |
 //! | `finish` | `blindjoin_core::finish` in either role, over the transcript wrapper | a selector byte, then the peer's frames |

@@ -332,8 +332,9 @@ fn verdict_seeds() -> Vec<Seed> {
 
 fn input_seeds() -> Vec<Seed> {
     // Selector: normalisation `b % 6` (none, trim, nfc, lower, email, phone), country code 44
-    // if `(b / 6) % 2 == 1`, CSV column `(b / 12) % 4` (email, " email ", id, missing).
-    let csv: [(&str, u8, &[u8]); 10] = [
+    // if `(b / 6) % 2 == 1`, CSV column `(b / 12) % 4` (email, " email ", id, missing), or the
+    // composite key `id,email` from 240.
+    let csv: [(&str, u8, &[u8]); 12] = [
         (
             "ok-email",
             4,
@@ -354,7 +355,13 @@ fn input_seeds() -> Vec<Seed> {
             2,
             "email\nJos\u{e9}\nJose\u{301}\n\u{212b}\n".as_bytes(),
         ),
-        ("ok-lower-not-utf8", 3, b"email\nAB\xc0C\n\xff\xfe\n"),
+        ("err-not-utf8", 3, b"email\nAB\xc0C\n\xff\xfe\n"),
+        (
+            "ok-composite",
+            240 + 3,
+            b"id,email\n1,A@x\n 1 ,a@X\n2,\n\"3,\",\"4\"\n",
+        ),
+        ("err-composite-unequal", 240, b"id,email\n1,a\n2,b,c\n"),
         ("ok-header-only", 0, b"id,email\n"),
         ("err-empty", 0, b""),
         ("err-unequal", 0, b"id,email\n1,a\n2\n"),

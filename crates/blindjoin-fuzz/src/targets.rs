@@ -3,7 +3,7 @@
 use crate::Outcome;
 use crate::frames::split;
 use crate::peer::{OURS_SEED, against, peer_handshake, rng};
-use blindjoin_cli::input::{InputSpec, read_table_from};
+use blindjoin_cli::input::{InputSpec, read_input_from};
 use blindjoin_cli::normalize::{Normalize, Normalizer};
 use blindjoin_core::Block;
 use blindjoin_core::handshake::{Role, SessionConfig, handshake};
@@ -554,24 +554,35 @@ fn normalizer(b: u8) -> Normalizer {
 
 fn read(column: Option<&str>, sel: u8, content: &[u8]) -> Outcome {
     let normalizer = normalizer(sel);
+    let columns: Vec<String> = column
+        .map(|c| c.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
     let spec = InputSpec {
         path: Path::new("fuzz-input"),
-        column,
+        format: None,
+        columns: &columns,
         normalizer: &normalizer,
     };
-    outcome(read_table_from(&spec, content).map(|t| t.rows_of_keys(&[0, 1, 3])))
+    outcome(read_input_from(&spec, content).map(|t| t.keyed.rows_of_items(&[0, 1, 3])))
 }
 
-/// `read_table_from` in CSV mode: the first byte picks the normalisation ([`normalizer`]) and,
-/// with `(b / 12) % 4`, the column; the rest is the file.
+/// `read_input_from` in CSV mode: the first byte picks the normalisation ([`normalizer`]) and,
+/// with `(b / 12) % 4`, the column (from 240: the composite key `id,email`); the rest is the
+/// file.
 pub fn fuzz_csv(data: &[u8]) -> Outcome {
     let Some((&sel, rest)) = data.split_first() else {
         return Ok(());
     };
-    read(Some(COLUMNS[usize::from(sel / 12) % 4]), sel, rest)
+    // Selectors from 240 read a composite key of two columns.
+    let column = if sel >= 240 {
+        "id,email"
+    } else {
+        COLUMNS[usize::from(sel / 12) % 4]
+    };
+    read(Some(column), sel, rest)
 }
 
-/// `read_table_from` in lines mode: the first byte picks the normalisation, the rest is the
+/// `read_input_from` in lines mode: the first byte picks the normalisation, the rest is the
 /// file.
 pub fn fuzz_lines(data: &[u8]) -> Outcome {
     let Some((&sel, rest)) = data.split_first() else {
