@@ -38,7 +38,7 @@ die() {
 }
 
 usage() {
-    sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"
 }
 
 need_arg() { [ "$#" -ge 2 ] && [ -n "$2" ] || die "$1 needs a value"; }
@@ -82,14 +82,33 @@ WORK=""
 REMOVE=()
 PIDS=()
 
+# Is process $1 there and not a zombie?
+running() {
+    local stat
+    stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+    stat="${stat##*) }"
+    [ "${stat%% *}" != Z ]
+}
+
 stop_pid() {
-    # Each party runs as the leader of its own process group (setsid), so the
-    # group holds time(1) and blindjoin.
-    local pid="$1"
-    if kill -0 "$pid" 2>/dev/null; then
+    # Each party runs as the leader of its own process group (setsid): time(1)
+    # with blindjoin as its child, or blindjoin alone. Stop blindjoin first so
+    # that time(1) reaps it and exits; then whatever is left of the group.
+    local pid="$1" kids i
+    running "$pid" || { wait "$pid" 2>/dev/null || true; return 0; }
+    kids="$(cat "/proc/$pid/task/"*/children 2>/dev/null || true)"
+    if [ -n "$kids" ]; then
+        # shellcheck disable=SC2086 # a list of pids
+        kill -TERM $kids 2>/dev/null || true
+    else
         kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
     fi
+    for ((i = 0; i < 500; i++)); do
+        running "$pid" || break
+        sleep 0.01
+    done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
 }
 
 cleanup() {
@@ -209,7 +228,7 @@ run_blindjoin() {
     # The sender reads and hashes its file before it listens: wait for that,
     # so the receiver's clock does not include the sender's start.
     while ! listening "$port"; do
-        if ! kill -0 "$spid" 2>/dev/null; then
+        if ! running "$spid"; then
             st=0
             wait "$spid" || st=$?
             forget_pid "$spid"
@@ -245,12 +264,12 @@ run_blindjoin() {
         fi
         # The sender has sent its last message by now; give it a minute to exit.
         local waited=0
-        while kill -0 "$spid" 2>/dev/null && [ "$waited" -lt 6000 ]; do
+        while running "$spid" && [ "$waited" -lt 6000 ]; do
             sleep 0.01
             waited=$((waited + 1))
         done
         st=0
-        if kill -0 "$spid" 2>/dev/null; then
+        if running "$spid"; then
             stop_pid "$spid"
             st=124
         else
