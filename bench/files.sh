@@ -163,7 +163,7 @@ if [ ! -x /usr/bin/time ] && [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/nu
         { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >&2; } ||
         log "could not install time(1); peak RSS comes from the JSON reports if they have it"
 fi
-[ -x /usr/bin/time ] && TIME_BIN=/usr/bin/time
+if [ -x /usr/bin/time ]; then TIME_BIN=/usr/bin/time; fi
 
 # Options the binary has: pass --quiet only if it exists.
 QUIET=()
@@ -206,9 +206,9 @@ LAST_ERROR=""
 LAST_ERROR_FILE=""
 run_blindjoin() {
     local d="$1" fmt="$2" a="$3" b="$4" col="$5"
-    local port spid rpid t0 t1 fin st rst
+    local port spid rpid t0 t1 st rst fin=""
     local out="$d/out.$fmt.csv"
-    [ "$fmt" = parquet ] && out="$d/out.parquet"
+    if [ "$fmt" = parquet ]; then out="$d/out.parquet"; fi
     rm -f "$d/R.json" "$d/S.json" "$out"
     local time_s=() time_r=()
     if [ -n "$TIME_BIN" ]; then
@@ -300,11 +300,11 @@ run_blindjoin() {
             return 1
         fi
     fi
-    [ -s "$d/R.json" ] && [ -s "$d/S.json" ] || {
+    if [ ! -s "$d/R.json" ] || [ ! -s "$d/S.json" ]; then
         LAST_ERROR="a party wrote no JSON report"
         LAST_ERROR_FILE="$d/R.err"
         return 1
-    }
+    fi
     LAST_WALL="$("$DUCKPY" -c 'import sys; print("%.6f" % (float(sys.argv[2]) - float(sys.argv[1])))' "$t0" "$t1")"
     return 0
 }
@@ -367,7 +367,7 @@ for n in "${SIZE_LIST[@]}"; do
 
             if [ "$fmt" = csv ] || [ "$PARQUET_STATUS" != "not supported" ]; then
                 if run_blindjoin "$d" "$fmt" "$a" "$b" "$COL"; then
-                    [ "$fmt" = parquet ] && PARQUET_STATUS="supported"
+                    if [ "$fmt" = parquet ]; then PARQUET_STATUS="supported"; fi
                     helper record-blindjoin --runs "$RUNS" --size "$n" --rep "$rep" \
                         --format "$fmt" --input-bytes "$bytes" --wall "$LAST_WALL" \
                         --r-json "$d/R.json" --s-json "$d/S.json" \
@@ -397,7 +397,7 @@ for n in "${SIZE_LIST[@]}"; do
     d="$sd/rep$REPS"
     files=("$d/csv/out.csv.csv" "$d/csv/duckdb.2t.csv" "$d/csv/duckdb.1t.csv"
         "$d/parquet/duckdb.2t.parquet" "$d/parquet/duckdb.1t.parquet")
-    [ "$PARQUET_STATUS" = supported ] && files+=("$d/parquet/out.parquet")
+    if [ "$PARQUET_STATUS" = supported ]; then files+=("$d/parquet/out.parquet"); fi
     if ! helper compare --column "$COL" "${files[@]}"; then
         KEEP=1
         die "n=$n: blindjoin's and DuckDB's matched rows differ (files kept in $WORK)"
