@@ -174,7 +174,8 @@ pub fn read_input(spec: &InputSpec, progress: &(dyn Fn(u64) + Sync)) -> CliResul
         return read_parquet(spec, progress);
     }
     let file = std::fs::File::open(spec.path).map_err(|source| file_error(spec.path, source))?;
-    read_stream(spec, format, file, progress)
+    let size = file.metadata().ok().map(|m| m.len());
+    read_stream(spec, format, file, size, progress)
 }
 
 /// [`read_input`] of a CSV or lines input from `reader` instead of the file at `spec.path`,
@@ -185,7 +186,7 @@ pub fn read_input_from(spec: &InputSpec, reader: impl Read + Send) -> CliResult<
             "{}: a Parquet input is read from its file",
             spec.path.display()
         ))),
-        format => read_stream(spec, format, reader, &|_| {}),
+        format => read_stream(spec, format, reader, None, &|_| {}),
     }
 }
 
@@ -426,6 +427,7 @@ fn read_stream(
     spec: &InputSpec,
     format: Format,
     reader: impl Read + Send,
+    size_hint: Option<u64>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> CliResult<Input> {
     let path = spec.path;
@@ -433,7 +435,7 @@ fn read_stream(
     let (tx, rx) = std::sync::mpsc::sync_channel::<RawChunk>(workers * 2);
     std::thread::scope(|s| {
         let cutter = s.spawn(move || cut_chunks(reader, format, tx, progress));
-        let consumed = consume_chunks(spec, format, &rx, workers);
+        let consumed = consume_chunks(spec, format, &rx, workers, size_hint);
         drop(rx);
         let cut = cutter.join().map_err(|_| {
             CliError::Usage(format!("{}: the reading thread failed", path.display()))
@@ -485,6 +487,7 @@ fn consume_chunks(
     format: Format,
     rx: &std::sync::mpsc::Receiver<RawChunk>,
     workers: usize,
+    size_hint: Option<u64>,
 ) -> CliResult<(Keyed, RowSource)> {
     let path = spec.path;
     let mut dedup = Dedup::default();
@@ -504,6 +507,7 @@ fn consume_chunks(
         first.first_line += skipped_lines;
         header = Some(h);
     }
+    let mut reserved = false;
     loop {
         wave.clear();
         wave.extend(pending.take());
@@ -525,6 +529,15 @@ fn consume_chunks(
             .collect();
         for (c, items) in wave.iter().zip(parsed) {
             let items = items?;
+            if !reserved {
+                // Room for the whole input at once, estimated from the first chunk's rows per
+                // byte.
+                reserved = true;
+                let per = (items.len() as u64 + 1) as f64 / (c.data.len() as u64 + 1) as f64;
+                if let Some(size) = size_hint {
+                    dedup.reserve((size as f64 * per * 1.05) as usize);
+                }
+            }
             chunks.push(Chunk {
                 offset: c.offset,
                 len: c.data.len() as u64,
@@ -541,7 +554,7 @@ fn consume_chunks(
         None => (Vec::new(), Vec::new()),
     };
     Ok((
-        dedup.finish(),
+        dedup.finish().map_err(|_| too_many_keys(path))?,
         RowSource {
             path: path.to_path_buf(),
             format,
@@ -671,15 +684,10 @@ pub fn hash_batch(
         .map(|c| StringColumn::of(c.as_ref()))
         .collect::<Result<_, _>>()?;
     let rows = columns.first().map_or(0, |c| c.len());
-    out.reserve(rows);
     if let [col] = strings.as_slice() {
-        for i in 0..rows {
-            out.push(hasher.one(col.value(i)));
-        }
+        hasher.rows(rows, |i| std::iter::once(col.value(i)), out);
     } else {
-        for i in 0..rows {
-            out.push(hasher.composite(strings.iter().map(|c| c.value(i))));
-        }
+        hasher.rows(rows, |i| strings.iter().map(move |c| c.value(i)), out);
     }
     Ok(())
 }
@@ -891,7 +899,7 @@ fn read_parquet(spec: &InputSpec, progress: &(dyn Fn(u64) + Sync)) -> CliResult<
             progress(done);
         }
     }
-    let keyed = dedup.finish();
+    let keyed = dedup.finish().map_err(|_| too_many_keys(path))?;
     Ok(Input {
         keyed,
         source: RowSource {

@@ -8,11 +8,11 @@
 //! composite key) is empty or invalid after normalisation has no item and never matches.
 //!
 //! Rows are hashed in parallel chunks ([`KeyHasher`]); [`Dedup`] then assigns item indices in
-//! row order. Nothing per row is kept but a 4-byte item index.
+//! order of first appearance, in parallel. What is kept per row is a 4-byte item index.
 
 use crate::normalize::Normalizer;
-use blindjoin_core::item::{ITEM_DOMAIN, ITEM_LEN, Item, domain_hasher, update_prefixed};
-use sha2::{Digest, Sha256};
+use blindjoin_core::item::{Item, RecordHasher};
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -63,9 +63,9 @@ impl Keyed {
 #[derive(Clone)]
 pub struct KeyHasher<'a> {
     normalizer: &'a Normalizer,
-    base: Sha256,
+    records: RecordHasher,
     field: Vec<u8>,
-    key: Vec<u8>,
+    keys: [Vec<u8>; 2],
 }
 
 impl<'a> KeyHasher<'a> {
@@ -73,18 +73,45 @@ impl<'a> KeyHasher<'a> {
     pub fn new(normalizer: &'a Normalizer) -> Self {
         KeyHasher {
             normalizer,
-            base: domain_hasher(ITEM_DOMAIN),
+            records: RecordHasher::new(),
             field: Vec::new(),
-            key: Vec::new(),
+            keys: [Vec::new(), Vec::new()],
         }
+    }
+
+    /// Writes the key of `fields` (see the module doc) into `keys[slot]`; false if it is
+    /// empty or invalid.
+    fn key_into<'f>(
+        &mut self,
+        fields: impl ExactSizeIterator<Item = &'f [u8]>,
+        slot: usize,
+    ) -> bool {
+        let mut key = std::mem::take(&mut self.keys[slot]);
+        let ok = if fields.len() == 1 {
+            let mut fields = fields;
+            fields
+                .next()
+                .is_some_and(|f| self.normalizer.apply_into(f, &mut key))
+        } else {
+            key.clear();
+            let mut ok = true;
+            for raw in fields {
+                if !self.normalizer.apply_into(raw, &mut self.field) {
+                    ok = false;
+                    break;
+                }
+                key.extend_from_slice(&(self.field.len() as u64).to_le_bytes());
+                key.extend_from_slice(&self.field);
+            }
+            ok
+        };
+        self.keys[slot] = key;
+        ok
     }
 
     /// The item of a one-field key, or `None` if it is empty or invalid after normalisation.
     pub fn one(&mut self, raw: &[u8]) -> Option<Item> {
-        if !self.normalizer.apply_into(raw, &mut self.field) {
-            return None;
-        }
-        Some(self.finish_with(FieldOrKey::Field))
+        self.composite(std::iter::once(raw))
     }
 
     /// The item of a composite key (see the module doc), or `None` if any field is empty or
@@ -93,39 +120,44 @@ impl<'a> KeyHasher<'a> {
         &mut self,
         fields: impl ExactSizeIterator<Item = &'f [u8]>,
     ) -> Option<Item> {
-        if fields.len() == 1 {
-            let mut fields = fields;
-            return fields.next().and_then(|f| self.one(f));
-        }
-        self.key.clear();
-        for raw in fields {
-            if !self.normalizer.apply_into(raw, &mut self.field) {
-                return None;
+        self.key_into(fields, 0)
+            .then(|| self.records.one(&self.keys[0]))
+    }
+
+    /// Appends to `out` the items of rows `0..rows`, whose fields `fields(i)` gives; two keys
+    /// are hashed at a time.
+    pub fn rows<'f, I>(
+        &mut self,
+        rows: usize,
+        mut fields: impl FnMut(usize) -> I,
+        out: &mut Vec<Option<Item>>,
+    ) where
+        I: ExactSizeIterator<Item = &'f [u8]>,
+    {
+        out.reserve(rows);
+        // The entry of `out` whose key waits in slot 0 for a partner.
+        let mut waiting: Option<usize> = None;
+        for i in 0..rows {
+            let slot = usize::from(waiting.is_some());
+            let ok = self.key_into(fields(i), slot);
+            out.push(None);
+            if !ok {
+                continue;
             }
-            self.key
-                .extend_from_slice(&(self.field.len() as u64).to_le_bytes());
-            self.key.extend_from_slice(&self.field);
+            let at = out.len() - 1;
+            match waiting.take() {
+                None => waiting = Some(at),
+                Some(first) => {
+                    let [a, b] = self.records.pair(&self.keys[0], &self.keys[1]);
+                    out[first] = Some(a);
+                    out[at] = Some(b);
+                }
+            }
         }
-        Some(self.finish_with(FieldOrKey::Key))
+        if let Some(first) = waiting {
+            out[first] = Some(self.records.one(&self.keys[0]));
+        }
     }
-
-    fn finish_with(&mut self, which: FieldOrKey) -> Item {
-        let bytes = match which {
-            FieldOrKey::Field => &self.field,
-            FieldOrKey::Key => &self.key,
-        };
-        let mut h = self.base.clone();
-        update_prefixed(&mut h, bytes);
-        let digest = h.finalize();
-        let mut out = [0u8; ITEM_LEN];
-        out.copy_from_slice(&digest[..ITEM_LEN]);
-        Item(out)
-    }
-}
-
-enum FieldOrKey {
-    Field,
-    Key,
 }
 
 /// Items are SHA-256 output: their first 8 bytes are already a uniform hash.
@@ -147,62 +179,139 @@ impl Hasher for ItemBytesHasher {
     }
 }
 
-/// Assigns item indices in row order (see the module doc).
-#[derive(Default)]
-pub struct Dedup {
-    index: HashMap<Item, u32, BuildHasherDefault<ItemBytesHasher>>,
-    keyed: Keyed,
+/// Shards of the deduplication: items go to a shard by their first byte's top bits.
+const SHARD_BITS: u32 = 6;
+const SHARDS: usize = 1 << SHARD_BITS;
+
+fn shard_of(item: &Item) -> usize {
+    usize::from(item.0[0] >> (8 - SHARD_BITS))
 }
 
-/// More distinct keys than [`MAX_DISTINCT_KEYS`].
+/// Assigns item indices in order of first appearance (see the module doc).
+///
+/// Rows are collected as they come; [`Dedup::finish`] then deduplicates them in parallel: the
+/// rows are split by their item's first bits into 64 shards, each shard finds its distinct
+/// items with a hash table small enough to stay in cache, and the distinct items are put in
+/// order of their first row with one sort.
+#[derive(Default)]
+pub struct Dedup {
+    rows: Vec<Option<Item>>,
+}
+
+/// More distinct keys than [`MAX_DISTINCT_KEYS`], or more rows than `u32` counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooManyKeys;
 
 impl Dedup {
     /// An empty table with room for about `rows` rows.
     pub fn with_capacity(rows: usize) -> Self {
-        let mut d = Dedup::default();
-        d.keyed.row_item.reserve(rows);
-        d.index.reserve(rows);
-        d.keyed.items.reserve(rows);
-        d
+        Dedup {
+            rows: Vec::with_capacity(rows),
+        }
+    }
+
+    /// Makes room for about `rows` more rows.
+    pub fn reserve(&mut self, rows: usize) {
+        self.rows.reserve(rows);
     }
 
     /// Appends the next rows' items (`None` for a row without a key).
     pub fn extend(&mut self, rows: &[Option<Item>]) -> Result<(), TooManyKeys> {
-        self.keyed.row_item.reserve(rows.len());
-        for row in rows {
-            let k = match row {
-                None => {
-                    self.keyed.empty_keys += 1;
-                    NO_KEY
-                }
-                Some(item) => {
-                    let next = self.keyed.items.len();
-                    match self.index.entry(*item) {
-                        std::collections::hash_map::Entry::Occupied(e) => {
-                            self.keyed.duplicate_rows += 1;
-                            *e.get()
-                        }
-                        std::collections::hash_map::Entry::Vacant(e) => {
-                            if next >= MAX_DISTINCT_KEYS {
-                                return Err(TooManyKeys);
-                            }
-                            self.keyed.items.push(*item);
-                            *e.insert(next as u32)
-                        }
-                    }
-                }
-            };
-            self.keyed.row_item.push(k);
+        if self.rows.len() + rows.len() >= NO_KEY as usize {
+            return Err(TooManyKeys);
         }
+        self.rows.extend_from_slice(rows);
         Ok(())
     }
 
     /// The keyed rows.
-    pub fn finish(mut self) -> Keyed {
-        self.keyed.items.shrink_to_fit();
-        self.keyed
+    pub fn finish(self) -> Result<Keyed, TooManyKeys> {
+        let rows = self.rows;
+        let n = rows.len();
+        // 1. (row, item) per shard, in row order: pieces of rows split in parallel.
+        let piece = n
+            .div_ceil(rayon::current_num_threads().max(1) * 4)
+            .max(1 << 14);
+        let pieces: Vec<Vec<Vec<(u32, Item)>>> = rows
+            .par_chunks(piece)
+            .enumerate()
+            .map(|(p, chunk)| {
+                let mut by_shard: Vec<Vec<(u32, Item)>> = (0..SHARDS)
+                    .map(|_| Vec::with_capacity(chunk.len() / SHARDS * 2))
+                    .collect();
+                for (i, row) in chunk.iter().enumerate() {
+                    if let Some(item) = row {
+                        by_shard[shard_of(item)].push(((p * piece + i) as u32, *item));
+                    }
+                }
+                by_shard
+            })
+            .collect();
+        drop(rows);
+        // 2. Per shard: its distinct items in order of first appearance and each row's local
+        //    index, with a hash table of the shard's items only.
+        struct Shard {
+            rows: Vec<u32>,
+            local: Vec<u32>,
+            items: Vec<Item>,
+        }
+        let shards: Vec<Shard> = (0..SHARDS)
+            .into_par_iter()
+            .map(|s| {
+                let len: usize = pieces.iter().map(|p| p[s].len()).sum();
+                let mut index: HashMap<Item, u32, BuildHasherDefault<ItemBytesHasher>> =
+                    HashMap::with_capacity_and_hasher(len, Default::default());
+                let mut shard = Shard {
+                    rows: Vec::with_capacity(len),
+                    local: Vec::with_capacity(len),
+                    items: Vec::new(),
+                };
+                for &(r, item) in pieces.iter().flat_map(|p| &p[s]) {
+                    let next = shard.items.len() as u32;
+                    let items = &mut shard.items;
+                    let l = *index.entry(item).or_insert_with(|| {
+                        items.push(item);
+                        next
+                    });
+                    shard.rows.push(r);
+                    shard.local.push(l);
+                }
+                shard
+            })
+            .collect();
+        drop(pieces);
+        let distinct: usize = shards.iter().map(|s| s.items.len()).sum();
+        if distinct > MAX_DISTINCT_KEYS || shards.iter().any(|s| s.items.len() >= 1 << 26) {
+            return Err(TooManyKeys);
+        }
+        // 3. Each row's (shard, local index), packed; then one pass in row order numbers the
+        //    items by first appearance: a row holds its item's first appearance exactly when
+        //    its local index is the next one of its shard.
+        let mut row_item = vec![NO_KEY; n];
+        for (s, shard) in shards.iter().enumerate() {
+            for (&r, &l) in shard.rows.iter().zip(&shard.local) {
+                row_item[r as usize] = ((s as u32) << 26) | l;
+            }
+        }
+        let mut global: Vec<Vec<u32>> = shards.iter().map(|s| vec![0u32; s.items.len()]).collect();
+        let mut next = [0u32; SHARDS];
+        let mut items = Vec::with_capacity(distinct);
+        for slot in row_item.iter_mut().filter(|k| **k != NO_KEY) {
+            let (s, l) = ((*slot >> 26) as usize, *slot & ((1 << 26) - 1));
+            if l == next[s] {
+                global[s][l as usize] = items.len() as u32;
+                items.push(shards[s].items[l as usize]);
+                next[s] += 1;
+            }
+            *slot = global[s][l as usize];
+        }
+        let keyed_rows: usize = shards.iter().map(|s| s.rows.len()).sum();
+        Ok(Keyed {
+            items,
+            row_item,
+            empty_keys: (n - keyed_rows) as u64,
+            duplicate_rows: (keyed_rows - distinct) as u64,
+        })
     }
 }
 
@@ -255,12 +364,27 @@ mod tests {
     }
 
     #[test]
+    fn rows_hash_in_pairs_as_one_by_one() {
+        let n = norm(Normalize::Email);
+        let keys: Vec<&[u8]> = vec![b"A@x", b"", b"b@x", b"  ", b"c@X ", b"d@x", b"e@x"];
+        for len in 0..=keys.len() {
+            let mut h = KeyHasher::new(&n);
+            let mut out = vec![None];
+            h.rows(len, |i| std::iter::once(keys[i]), &mut out);
+            let want: Vec<Option<Item>> = std::iter::once(None)
+                .chain(keys[..len].iter().map(|k| KeyHasher::new(&n).one(k)))
+                .collect();
+            assert_eq!(out, want, "{len}");
+        }
+    }
+
+    #[test]
     fn dedup_in_row_order() {
         let it = |b: &[u8]| Some(items_from_records(&[b])[0]);
         let mut d = Dedup::with_capacity(2);
         d.extend(&[it(b"a"), None, it(b"b")]).unwrap();
         d.extend(&[it(b"a"), it(b"c"), None, it(b"b")]).unwrap();
-        let k = d.finish();
+        let k = d.finish().unwrap();
         assert_eq!(k.items, items_from_records(&[b"a".as_slice(), b"b", b"c"]));
         assert_eq!(k.row_item, vec![0, NO_KEY, 1, 0, 2, NO_KEY, 1]);
         assert_eq!((k.empty_keys, k.duplicate_rows), (2, 2));

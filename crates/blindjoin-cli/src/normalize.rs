@@ -136,7 +136,8 @@ impl Normalizer {
                 Normalize::None | Normalize::Nfc => out.extend_from_slice(raw),
                 Normalize::Trim => out.extend_from_slice(trim_ascii_unicode(raw)),
                 Normalize::Lower | Normalize::Email => {
-                    out.extend(trim_ascii_unicode(raw).iter().map(u8::to_ascii_lowercase))
+                    out.extend_from_slice(trim_ascii_unicode(raw));
+                    out.make_ascii_lowercase();
                 }
                 Normalize::Phone => match self.apply(raw) {
                     Some(key) => *out = key,

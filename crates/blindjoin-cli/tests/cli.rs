@@ -1178,3 +1178,176 @@ fn a_peer_that_claims_2_30_keys_and_sends_nothing_costs_no_memory() {
         );
     }
 }
+
+/// Writes `rows` under `header` as a Parquet file of string columns, except `id_as_int`'s
+/// column, written as 64-bit integers (the row number) to show non-text key columns work too.
+fn write_parquet(path: &Path, header: &[String], rows: &[Vec<String>], int_column: Option<&str>) {
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use std::sync::Arc;
+    let columns: Vec<ArrayRef> = header
+        .iter()
+        .enumerate()
+        .map(|(c, name)| -> ArrayRef {
+            if Some(name.as_str()) == int_column {
+                Arc::new(Int64Array::from_iter_values(0..rows.len() as i64))
+            } else {
+                Arc::new(StringArray::from_iter_values(
+                    rows.iter().map(|r| r[c].clone()),
+                ))
+            }
+        })
+        .collect();
+    let batch = RecordBatch::try_from_iter(header.iter().cloned().zip(columns)).unwrap();
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    // Several record batches and row groups.
+    for start in (0..batch.num_rows()).step_by(100) {
+        let len = 100.min(batch.num_rows() - start);
+        w.write(&batch.slice(start, len)).unwrap();
+        w.flush().unwrap();
+    }
+    w.close().unwrap();
+}
+
+/// A Parquet file's rows as text.
+fn read_parquet(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    use arrow_array::Array;
+    let file = std::fs::File::open(path).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut header = Vec::new();
+    let mut rows = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        header = batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.name().clone())
+            .collect();
+        let text: Vec<_> = batch
+            .columns()
+            .iter()
+            .map(|c| arrow_cast::cast(c, &arrow_schema::DataType::Utf8).unwrap())
+            .collect();
+        for i in 0..batch.num_rows() {
+            rows.push(
+                text.iter()
+                    .map(|c| {
+                        let s = c
+                            .as_any()
+                            .downcast_ref::<arrow_array::StringArray>()
+                            .unwrap();
+                        if s.is_null(i) {
+                            String::new()
+                        } else {
+                            s.value(i).to_owned()
+                        }
+                    })
+                    .collect(),
+            );
+        }
+    }
+    (header, rows)
+}
+
+#[test]
+fn parquet_inputs_and_outputs_give_the_rows_of_the_csv_join() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "600", "500", "200", "21");
+    let expected = expected_email_rows(&a, &b);
+    let (ha, ra) = read_csv(&a);
+    let (hb, rb) = read_csv(&b);
+    let (pa, pb) = (dir.path().join("a.parquet"), dir.path().join("b.pq"));
+    write_parquet(&pa, &ha, &ra, None);
+    write_parquet(&pb, &hb, &rb, Some("id"));
+    let common = [
+        "--column",
+        "email",
+        "--normalize",
+        "email",
+        "--protocol",
+        "kkrt16",
+    ];
+
+    // Parquet in, Parquet out (by extension), against a Parquet sender.
+    let (out, json) = (dir.path().join("out.parquet"), dir.path().join("r.json"));
+    join(&pa, &pb, &out, &json, &common);
+    let (header, rows) = read_parquet(&out);
+    assert_eq!(header, ["id", "name", "email", "phone"]);
+    assert_eq!(rows, expected);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["intersection"]["distinct_keys"], 200);
+    assert!(report["peak_rss_bytes"].as_u64().unwrap() > 1 << 20);
+
+    // Parquet in, CSV out; and only the row ids.
+    let out_csv = dir.path().join("out.csv");
+    join(&pa, &b, &out_csv, &json, &common);
+    assert_eq!(read_csv(&out_csv), (header.clone(), expected.clone()));
+    let ids = dir.path().join("ids.csv");
+    let mut rargs = vec!["receive", "--input", s(&a), "--output", s(&ids)];
+    rargs.extend(["--output-columns", "row-id"]);
+    rargs.extend(common);
+    let mut sargs = vec!["send", "--input", s(&pb)];
+    sargs.extend(common);
+    run_pair(&rargs, &sargs);
+    let want: Vec<Vec<String>> = ra
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| expected.contains(r))
+        .map(|(i, _)| vec![i.to_string()])
+        .collect();
+    assert_eq!(read_csv(&ids), (vec!["row".to_owned()], want));
+}
+
+#[test]
+fn composite_keys_match_on_every_field_and_must_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    std::fs::write(
+        &a,
+        "id,first,last,dob\n1,Anna,Nowak,1990-01-02\n2,anna,nowak,1991-01-02\n3,Bo,Li,\n\
+         4,AnnaN,owak,1990-01-02\n5, ANNA ,Nowak,1990-01-02\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &b,
+        "last,dob,first\nnowak,1990-01-02,anna\nLi,,Bo\nowak,1990-01-02,Anna\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out.csv");
+    let json = dir.path().join("r.json");
+    let common = [
+        "--column",
+        "first,last,dob",
+        "--normalize",
+        "lower",
+        "--protocol",
+        "cm20",
+    ];
+    join(&a, &b, &out, &json, &common);
+    let (_, rows) = read_csv(&out);
+    let ids: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    // Row 2 differs in dob, row 3 has an empty field, row 4 splits the same letters differently.
+    assert_eq!(ids, ["1", "5"]);
+
+    // One party with a composite key, the other with one column: refused, naming the field.
+    let (o, ok, listener_err) = listen_and_connect(
+        &[
+            "receive",
+            "--input",
+            s(&a),
+            "--column",
+            "first,last",
+            "-o",
+            s(&out),
+        ],
+        &["send", "--input", s(&b), "--column", "first"],
+    );
+    assert!(!o.status.success() && !ok);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("key_fields"), "{err}");
+    assert!(listener_err.contains("key_fields"), "{listener_err}");
+}
