@@ -106,6 +106,7 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
                 columns: &["email".to_owned()],
                 output: OutputSpec::default(),
                 read_progress: None,
+                write_progress: None,
             })
         }
     };

@@ -319,6 +319,7 @@ fn cut_chunks(
     mut reader: impl Read,
     format: Format,
     tx: std::sync::mpsc::SyncSender<RawChunk>,
+    pool: &BufferPool,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<u64, CutError> {
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK_BYTES + (CHUNK_BYTES >> 2));
@@ -379,7 +380,8 @@ fn cut_chunks(
             continue;
         };
         want = CHUNK_BYTES;
-        let rest = buf[end..].to_vec();
+        let mut rest = pool.take();
+        rest.extend_from_slice(&buf[end..]);
         buf.truncate(end);
         let data = std::mem::replace(&mut buf, rest);
         let len = data.len() as u64;
@@ -402,6 +404,34 @@ fn cut_chunks(
         scanned -= end.min(scanned);
         lines_at_start = newlines;
         buf.reserve(CHUNK_BYTES);
+    }
+}
+
+/// Chunk buffers handed back by the parser for the reading thread to fill again: their memory
+/// is already mapped, so a refill costs no page faults.
+#[derive(Default)]
+struct BufferPool(std::sync::Mutex<Vec<Vec<u8>>>);
+
+impl BufferPool {
+    /// A buffer with its old capacity (empty), or a new one.
+    fn take(&self) -> Vec<u8> {
+        let mut b = self
+            .0
+            .lock()
+            .ok()
+            .and_then(|mut p| p.pop())
+            .unwrap_or_default();
+        b.clear();
+        b
+    }
+
+    /// Keeps `buf` for reuse (at most `keep` buffers are kept).
+    fn give(&self, buf: Vec<u8>, keep: usize) {
+        if let Ok(mut p) = self.0.lock()
+            && p.len() < keep
+        {
+            p.push(buf);
+        }
     }
 }
 
@@ -433,9 +463,11 @@ fn read_stream(
     let path = spec.path;
     let workers = rayon::current_num_threads().max(1);
     let (tx, rx) = std::sync::mpsc::sync_channel::<RawChunk>(workers * 2);
+    let pool = BufferPool::default();
     std::thread::scope(|s| {
-        let cutter = s.spawn(move || cut_chunks(reader, format, tx, progress));
-        let consumed = consume_chunks(spec, format, &rx, workers, size_hint);
+        let pool = &pool;
+        let cutter = s.spawn(move || cut_chunks(reader, format, tx, pool, progress));
+        let consumed = consume_chunks(spec, format, &rx, pool, workers, size_hint);
         drop(rx);
         let cut = cutter.join().map_err(|_| {
             CliError::Usage(format!("{}: the reading thread failed", path.display()))
@@ -486,6 +518,7 @@ fn consume_chunks(
     spec: &InputSpec,
     format: Format,
     rx: &std::sync::mpsc::Receiver<RawChunk>,
+    pool: &BufferPool,
     workers: usize,
     size_hint: Option<u64>,
 ) -> CliResult<(Keyed, RowSource)> {
@@ -547,6 +580,9 @@ fn consume_chunks(
             });
             next_row += items.len() as u64;
             dedup.extend(&items).map_err(|_| too_many_keys(path))?;
+        }
+        for c in wave.drain(..) {
+            pool.give(c.data, workers * 4 + 4);
         }
     }
     let (columns, key_columns) = match header {

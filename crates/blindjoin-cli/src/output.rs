@@ -95,12 +95,13 @@ pub fn check_output_spec(
 /// Writes the given rows of `source` (indices among its data rows, ascending) to a temporary
 /// file next to `path` (see the module doc): the output appears at `path` when
 /// [`Prepared::persist`] is called, and never if the value is dropped. A row index out of range
-/// is an error.
+/// is an error. `progress` is told the rows written so far.
 pub fn prepare_output(
     path: &Path,
     source: &RowSource,
     rows: &[usize],
     spec: &OutputSpec,
+    progress: &dyn Fn(u64),
 ) -> CliResult<Prepared> {
     let format = output_format(spec.format, path, source.format);
     check_output_spec(path, spec, source.format, source.key_columns.len())?;
@@ -122,8 +123,12 @@ pub fn prepare_output(
     let schema = output_schema(source, spec, format)?;
     prepare_with(path, |w| {
         let mut sink = Sink::new(path, w, format, schema.clone());
+        let mut written = 0u64;
         emit(source, rows, spec, format, &schema, &mut |batch| {
-            sink.write(batch)
+            sink.write(batch)?;
+            written += batch.num_rows() as u64;
+            progress(written);
+            Ok(())
         })?;
         sink.finish()
     })
@@ -654,7 +659,7 @@ mod tests {
         rows: &[usize],
         spec: OutputSpec,
     ) -> CliResult<()> {
-        prepare_output(path, source, rows, &spec)?.persist()
+        prepare_output(path, source, rows, &spec, &|_| {})?.persist()
     }
 
     fn entries(dir: &Path) -> Vec<String> {

@@ -98,7 +98,13 @@ pub struct FileParty<'a> {
     pub output: OutputSpec,
     /// Told the bytes read so far.
     pub read_progress: Option<Arc<dyn Fn(u64) + Send + Sync>>,
+    /// Given the number of rows to write, returns what is told the rows written so far.
+    pub write_progress: Option<WriteProgress>,
 }
+
+/// A progress display for writing: given the rows to write, returns what is told the rows
+/// written so far.
+pub type WriteProgress = Arc<dyn Fn(u64) -> Arc<dyn Fn(u64) + Send + Sync> + Send + Sync>;
 
 /// The default bound on the peer's set size: what a data owner would accept without thinking
 /// twice, max(2^20, 4 × our own set size). A larger claim lets a fake receiver test that many
@@ -130,6 +136,7 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
         normalizer: &normalizer,
     };
     let progress = p.read_progress.clone();
+    let write_progress = p.write_progress.clone();
     let source = std::cell::OnceCell::new();
     let out_path = match &p.role {
         CliRole::Receiver { output } => output.clone(),
@@ -163,7 +170,13 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
         },
         |rows| match (&out_path, source.get()) {
             (Some(path), Some(source)) => {
-                prepare_output(path, source, rows, &output_spec).map(Some)
+                let bar = write_progress.as_ref().map(|b| b(rows.len() as u64));
+                prepare_output(path, source, rows, &output_spec, &|n| {
+                    if let Some(f) = &bar {
+                        f(n);
+                    }
+                })
+                .map(Some)
             }
             _ => Ok(None),
         },
@@ -430,6 +443,7 @@ pub fn run_cli(o: &PartyOpts, role: CliRole, output: OutputSpec) -> CliResult<()
         read_progress: Some(
             bars.reading(label, std::fs::metadata(&o.input).map_or(0, |m| m.len())),
         ),
+        write_progress: Some(bars.writing(label)),
     });
     bars.clear();
     let report = result?.report;

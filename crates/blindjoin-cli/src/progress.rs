@@ -59,6 +59,28 @@ impl Bars {
         })
     }
 
+    /// A bar for writing the matched rows: given the rows to write, returns what is told the
+    /// rows written so far.
+    pub fn writing(&self, label: &'static str) -> crate::party::WriteProgress {
+        let multi = self.multi.clone();
+        Arc::new(move |total| {
+            let bar = multi.add(ProgressBar::new(total));
+            if let Ok(style) = ProgressStyle::with_template(
+                "{prefix:>9} {msg:<9} [{bar:30}] {human_pos}/{human_len} rows {elapsed}",
+            ) {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_prefix(label);
+            bar.set_message("write");
+            Arc::new(move |done| {
+                bar.set_position(done.min(total));
+                if done >= total {
+                    bar.finish();
+                }
+            })
+        })
+    }
+
     /// Prints a line on stderr above the bars.
     pub fn println(&self, line: &str) {
         if !self.drawn || self.multi.println(line).is_err() {
