@@ -124,9 +124,17 @@ pub fn prepare_output(
     prepare_with(path, |w| {
         let mut sink = Sink::new(path, w, format, schema.clone());
         let mut written = 0u64;
-        emit(source, rows, spec, format, &schema, &mut |batch| {
-            sink.write(batch)?;
-            written += batch.num_rows() as u64;
+        emit(source, rows, spec, format, &schema, &mut |piece| {
+            written += match piece {
+                Piece::Batch(batch) => {
+                    sink.write(batch)?;
+                    batch.num_rows()
+                }
+                Piece::Csv { bytes, rows } => {
+                    sink.write_csv(bytes)?;
+                    rows
+                }
+            } as u64;
             progress(written);
             Ok(())
         })?;
@@ -207,14 +215,14 @@ fn emit(
     spec: &OutputSpec,
     format: Format,
     schema: &SchemaRef,
-    write: &mut dyn FnMut(&RecordBatch) -> CliResult<()>,
+    write: &mut dyn FnMut(Piece) -> CliResult<()>,
 ) -> CliResult<()> {
     if spec.columns == OutputColumns::RowId {
         for piece in rows.chunks(1 << 16) {
             let ids = UInt64Array::from_iter_values(piece.iter().map(|&r| r as u64));
             let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids) as ArrayRef])
                 .map_err(arrow_failure)?;
-            write(&batch)?;
+            write(Piece::Batch(&batch))?;
         }
         return Ok(());
     }
@@ -240,12 +248,26 @@ fn emit(
         }
     }
     for wave in groups.chunks(WAVE_CHUNKS) {
-        let batches: Vec<CliResult<RecordBatch>> = wave
+        // Decoded, taken and (for a CSV output) encoded in parallel; written in order.
+        let pieces: Vec<CliResult<(RecordBatch, Option<Vec<u8>>)>> = wave
             .par_iter()
-            .map(|(chunk, within)| chunk_batch(source, spec, format, schema, &file, chunk, within))
+            .map(|(chunk, within)| {
+                let batch = chunk_batch(source, spec, format, schema, &file, chunk, within)?;
+                let encoded = match format {
+                    Format::Csv => Some(encode_csv(&batch)?),
+                    _ => None,
+                };
+                Ok((batch, encoded))
+            })
             .collect();
-        for b in batches {
-            write(&b?)?;
+        for p in pieces {
+            match p? {
+                (batch, Some(bytes)) => write(Piece::Csv {
+                    bytes: &bytes,
+                    rows: batch.num_rows(),
+                })?,
+                (batch, None) => write(Piece::Batch(&batch))?,
+            }
         }
     }
     Ok(())
@@ -345,7 +367,7 @@ fn emit_parquet(
     rows: &[usize],
     spec: &OutputSpec,
     schema: &SchemaRef,
-    write: &mut dyn FnMut(&RecordBatch) -> CliResult<()>,
+    write: &mut dyn FnMut(Piece) -> CliResult<()>,
 ) -> CliResult<()> {
     let builder = parquet_builder(&source.path)?;
     let builder = match spec.columns {
@@ -383,7 +405,8 @@ fn emit_parquet(
                 .map(|c| arrow_select::take::take(c.as_ref(), &idx, None))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(arrow_failure)?;
-            write(&RecordBatch::try_new(schema.clone(), columns).map_err(arrow_failure)?)?;
+            let batch = RecordBatch::try_new(schema.clone(), columns).map_err(arrow_failure)?;
+            write(Piece::Batch(&batch))?;
         }
         next = take_end;
         start = end;
@@ -394,13 +417,28 @@ fn emit_parquet(
     Ok(())
 }
 
+/// Rows on their way to the output: a record batch, or rows already encoded as CSV lines.
+enum Piece<'a> {
+    Batch(&'a RecordBatch),
+    Csv { bytes: &'a [u8], rows: usize },
+}
+
+/// A batch's rows as CSV lines (no header).
+fn encode_csv(batch: &RecordBatch) -> CliResult<Vec<u8>> {
+    let mut w = arrow_csv::WriterBuilder::new()
+        .with_header(false)
+        .build(Vec::with_capacity(batch.get_array_memory_size()));
+    w.write(batch).map_err(arrow_failure)?;
+    Ok(w.into_inner())
+}
+
 /// Where output batches go; the writer is made on the first batch.
 struct Sink<'p, W: Write + Send> {
     path: &'p Path,
     format: Format,
     schema: SchemaRef,
     out: Option<W>,
-    csv: Option<arrow_csv::Writer<W>>,
+    csv_started: bool,
     parquet: Option<parquet::arrow::ArrowWriter<W>>,
 }
 
@@ -411,7 +449,7 @@ impl<'p, W: Write + Send> Sink<'p, W> {
             format,
             schema,
             out: Some(out),
-            csv: None,
+            csv_started: false,
             parquet: None,
         }
     }
@@ -431,12 +469,11 @@ impl<'p, W: Write + Send> Sink<'p, W> {
         };
         match self.format {
             Format::Csv => {
-                if self.csv.is_none()
-                    && let Some(out) = self.out.take()
-                {
-                    self.csv = Some(arrow_csv::WriterBuilder::new().with_header(true).build(out));
-                }
-                if let Some(w) = self.csv.as_mut() {
+                self.csv_header()?;
+                if let Some(out) = self.out.as_mut() {
+                    let mut w = arrow_csv::WriterBuilder::new()
+                        .with_header(false)
+                        .build(out);
                     w.write(batch).map_err(|e| fail(&e))?;
                 }
             }
@@ -482,16 +519,48 @@ impl<'p, W: Write + Send> Sink<'p, W> {
         Ok(())
     }
 
+    /// Writes the CSV header before the first rows.
+    fn csv_header(&mut self) -> CliResult<()> {
+        if self.csv_started {
+            return Ok(());
+        }
+        self.csv_started = true;
+        let empty = RecordBatch::new_empty(self.schema.clone());
+        let path = self.path;
+        if let Some(out) = self.out.as_mut() {
+            let mut w = arrow_csv::WriterBuilder::new().with_header(true).build(out);
+            w.write(&empty).map_err(|e| CliError::File {
+                path: path.to_path_buf(),
+                source: io::Error::other(e.to_string()),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Writes rows already encoded as CSV lines.
+    fn write_csv(&mut self, bytes: &[u8]) -> CliResult<()> {
+        self.csv_header()?;
+        if let Some(out) = self.out.as_mut() {
+            out.write_all(bytes).map_err(|e| CliError::File {
+                path: self.path.to_path_buf(),
+                source: e,
+            })?;
+        }
+        Ok(())
+    }
+
     fn finish(mut self) -> CliResult<()> {
-        if self.format != Format::Lines && self.out.is_some() {
-            // No rows: a file with the header (CSV) or the schema (Parquet) only.
+        if self.format == Format::Csv {
+            // No rows: the header only.
+            self.csv_header()?;
+        } else if self.format == Format::Parquet && self.out.is_some() {
+            // No rows: the schema only.
             let empty = RecordBatch::new_empty(self.schema.clone());
             self.write(&empty)?;
         }
         if let Some(w) = self.parquet.take() {
             w.close().map_err(|e| self.fail(e))?;
         }
-        drop(self.csv.take());
         Ok(())
     }
 }
