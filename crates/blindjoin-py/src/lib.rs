@@ -22,9 +22,11 @@
 //! calling thread waits without the GIL in steps of 100 ms, taking the GIL between steps to run
 //! Python's signal handlers. On `KeyboardInterrupt` the run's cancel flag is set, which ends a
 //! wait for the peer at once (the listening port is closed); a protocol already under way is not
-//! waited for: it goes on in the background until it ends, a receiver then refuses its result
-//! at the final confirmation (the sender fails with the receiver's reason), and the connection
-//! closes when the thread ends or the process exits.
+//! waited for: it goes on in the background until it ends. A receiver then refuses its result
+//! at the final confirmation (the sender fails with the receiver's reason); a sender's run
+//! completes unless the process exits first, which closes the connection. (`run_party` reads the
+//! cancel flag only while the connection is made, so a run cannot be stopped mid-protocol from
+//! here.)
 
 mod errors;
 mod keys;
