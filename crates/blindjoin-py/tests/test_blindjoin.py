@@ -213,6 +213,16 @@ def test_sequences_series_and_arrow_tables() -> None:
     assert isinstance(out.received, pa.Table)
     assert out.received.equals(table.take([1, 3]))
 
+    # Anything with __arrow_c_stream__, and a RecordBatchReader.
+    class Stream:
+        def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+            return table.__arrow_c_stream__(requested_schema)
+
+    reader = pa.RecordBatchReader.from_batches(batch.schema, [batch])
+    out = run_pair(Stream(), reader, receiver={"column": "email"})
+    assert out.receiver_error is None and out.sender_error is None
+    assert out.received.column("n").to_pylist() == [2, 4]
+
     # Integer keys are keys by their text.
     out = run_pair(pa.table({"id": pa.array([7, 8, 9], pa.int64())}), ["9", "7"])
     assert out.received.column("id").to_pylist() == [7, 9]

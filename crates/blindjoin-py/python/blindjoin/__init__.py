@@ -228,7 +228,7 @@ def _prepare(data: Any, column: Any) -> _Data:
 def _pandas(what: str) -> Any:
     try:
         import pandas
-    except ImportError as e:  # pragma: no cover - pandas is in the test environment
+    except ImportError as e:
         raise ImportError(
             f"blindjoin.receive returns the matched rows of {what} as a pandas DataFrame: "
             "install pandas (pip install pandas), or pass a pyarrow Table to get a pyarrow "
@@ -238,19 +238,19 @@ def _pandas(what: str) -> Any:
 
 
 def _result(data: _Data, rows: pa.Int64Array, matched: pa.Table | None, fmt: str | None) -> Any:
-    index = rows.to_numpy()
-    if data.shape in ("frame", "series"):
-        return data.original.iloc[index]
     if data.shape == "table":
         return data.original.take(rows)
+    if data.shape in ("frame", "series"):
+        return data.original.iloc[rows.to_numpy()]
+    # A DataFrame for a sequence or a file: pandas (and the numpy it brings) is needed here only.
+    import pandas as pd
+    index = rows.to_numpy()
     if data.shape == "sequence":
-        pd = _pandas("a sequence")
         if isinstance(data.original, (pa.Array, pa.ChunkedArray)):
             keys = data.original.take(rows).to_pylist()
         else:
             keys = [data.original[i] for i in index.tolist()]
         return pd.DataFrame({"key": keys}, index=pd.Index(index))
-    pd = _pandas("a file")
     assert matched is not None
     if fmt == "csv":
         matched = pa.table(
@@ -263,6 +263,9 @@ def _result(data: _Data, rows: pa.Int64Array, matched: pa.Table | None, fmt: str
 
 def _run(role: str, data: Any, column: Any, options: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     prepared = _prepare(data, column)
+    if role == "receive" and prepared.shape in ("sequence", "path"):
+        # Refused before the run, not after the peer has taken part.
+        _pandas("a sequence of keys" if prepared.shape == "sequence" else "a file")
     report, rows, matched, fmt = _blindjoin.run(
         role, prepared.kind, prepared.payload, prepared.columns, prepared.label, options
     )
