@@ -12,3 +12,40 @@ fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+
+# The Python package (crates/blindjoin-py): built into a virtual environment of its own with
+# maturin, in the py-test profile (release without fat LTO), and tested with pytest (both
+# parties in one process over loopback; the CLI tests above built target/debug/blindjoin, which
+# the interoperability tests run).
+PYTHON="${PYTHON:-python3}"
+VENV="${BLINDJOIN_PY_VENV:-target/py-venv}"
+if ! command -v "$PYTHON" >/dev/null 2>&1; then
+  echo "scripts/test.sh: $PYTHON is missing; install Python 3.11 or newer first" >&2
+  exit 1
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+  if ! "$PYTHON" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    # Debian ships the venv module's ensurepip part in python3-venv (python3.X-venv).
+    if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+      echo "scripts/test.sh: $PYTHON cannot make a virtual environment; install python3-venv" >&2
+      exit 1
+    fi
+    pyver="$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq python3-venv >&2 || apt-get install -y -qq "python${pyver}-venv" >&2
+    if ! "$PYTHON" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+      apt-get install -y -qq "python${pyver}-venv" >&2
+    fi
+  fi
+  rm -rf "$VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+  maturin==1.16.0 pytest==9.2.0 pandas==3.1.1 pyarrow==26.0.1
+(
+  cd crates/blindjoin-py
+  VIRTUAL_ENV="$(cd "../../$VENV" && pwd)" "../../$VENV/bin/maturin" develop --quiet \
+    --profile py-test --locked
+)
+"$VENV/bin/python" -m pytest crates/blindjoin-py/tests -q
