@@ -237,6 +237,23 @@ pub fn run_party(
         Err(panic) => std::panic::resume_unwind(panic),
     };
     let link = link?;
+    // An outer cancel (the Python package's Ctrl-C) during the protocol shuts the socket
+    // down, which ends the run's blocked reads and writes with an error.
+    let _watch = outer_cancel.and_then(|cancel| {
+        let socket = link.socket().ok()?;
+        let finished = Arc::new(AtomicBool::new(false));
+        let f = finished.clone();
+        std::thread::spawn(move || {
+            while !f.load(Ordering::Relaxed) {
+                if cancel.load(Ordering::Relaxed) {
+                    let _ = socket.shutdown(std::net::Shutdown::Both);
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        });
+        Some(SetOnDrop(finished))
+    });
     let mut phases = keys.phases;
     let items = &keys.keyed.items;
     phases.push(Phase {
@@ -335,6 +352,15 @@ pub fn run_party(
         threads: rayon::current_num_threads(),
     };
     Ok(PartyResult { report, rows })
+}
+
+/// Sets its flag when dropped (ends a watcher thread however the run ends).
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 fn lap(phases: &mut Vec<Phase>, name: &str, since: Instant) -> Instant {

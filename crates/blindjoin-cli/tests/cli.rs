@@ -494,10 +494,17 @@ fn protocol_mismatch_fails_both_sides_and_writes_nothing() {
 fn a_peer_that_is_not_blindjoin_is_dropped_and_the_listener_waits_for_the_right_one() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = generate(dir.path(), "20", "20", "5", "4");
-    let (recv, addr, err) = spawn_listener(&["receive", "--input", s(&a), "--column", "email"]);
+    let (recv, addr, mut err) = spawn_listener(&["receive", "--input", s(&a), "--column", "email"]);
     let mut sock = std::net::TcpStream::connect(&addr).unwrap();
     std::io::Write::write_all(&mut sock, &[16, 0, 0, 0]).unwrap();
     std::io::Write::write_all(&mut sock, b"GET / HTTP/1.1\r\n").unwrap();
+    // The right peer comes after the listener has refused the wrong one (the listener takes
+    // the first candidate that passes, and would not wait for a slower refusal to log it).
+    let mut first = String::new();
+    while !first.starts_with("refused a connection from 127.0.0.1:") {
+        first.clear();
+        assert!(err.read_line(&mut first).unwrap() > 0, "the listener ended");
+    }
     let silent = std::net::TcpStream::connect(&addr).unwrap();
     let out = run(&[
         "send",
@@ -513,7 +520,8 @@ fn a_peer_that_is_not_blindjoin_is_dropped_and_the_listener_waits_for_the_right_
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let (ok, rerr) = finish(recv, err);
+    let (ok, rest) = finish(recv, err);
+    let rerr = format!("{first}{rest}");
     assert!(ok, "{rerr}");
     let refusals: Vec<&str> = rerr
         .lines()
@@ -1065,33 +1073,46 @@ fn a_hello_changed_in_transit_fails_both_sides_before_the_protocol() {
     assert!(relay.finish().applied);
 }
 
-/// Peak resident memory of a finished child (wait4's `ru_maxrss`), in bytes, and whether it
-/// exited 0.
+/// Peak resident memory of a child until it exits (its `VmHWM`, read every 10 ms while it
+/// runs; wait4's `ru_maxrss` would also count the test process's pages the child shared
+/// between fork and exec), in bytes, and whether it exited 0.
 #[cfg(target_os = "linux")]
 fn wait_with_peak_rss(child: &Child) -> (bool, u64) {
-    let mut status = 0;
-    // SAFETY: `rusage` is plain data that wait4 fills in; the pid is our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let pid = child.id() as libc::pid_t;
-    // SAFETY: valid pointers to a status word and a rusage struct owned by this frame.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid);
+    let mut peak = 0u64;
+    let mut status = 0;
+    loop {
+        if let Some(hwm) = proc_status_kb(child.id(), "VmHWM:") {
+            peak = peak.max(hwm * 1024);
+        }
+        // SAFETY: a valid pointer to a status word; the pid is our own child.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if r == pid {
+            break;
+        }
+        assert_eq!(r, 0);
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     (
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        usage.ru_maxrss as u64 * 1024,
+        peak,
     )
+}
+
+/// A `kB` field of `/proc/<pid>/status` (absent once the process has exited).
+#[cfg(target_os = "linux")]
+fn proc_status_kb(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
 }
 
 #[cfg(target_os = "linux")]
 fn rss_now(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap();
-    kb * 1024
+    proc_status_kb(pid, "VmRSS:").unwrap() * 1024
 }
 
 /// A receiver that announces 2^30 keys (accepted: the sender raised --max-peer-size) and then

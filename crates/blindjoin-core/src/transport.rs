@@ -95,6 +95,16 @@ impl Link {
         }
     }
 
+    /// A second handle to the link's socket: shutting it down (`shutdown(Both)`) from another
+    /// thread ends the run's blocked reads and writes with an error, e.g. when the user stops
+    /// the run.
+    pub fn socket(&self) -> std::io::Result<std::net::TcpStream> {
+        match self {
+            Link::Tcp(c) => c.socket(),
+            Link::Tls(c) => c.socket(),
+        }
+    }
+
     /// Whether the link is TLS.
     pub fn is_tls(&self) -> bool {
         matches!(self, Link::Tls(_))

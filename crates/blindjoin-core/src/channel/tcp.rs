@@ -41,6 +41,12 @@ pub struct TcpChannel {
 }
 
 impl TcpChannel {
+    /// A second handle to the socket, to shut it down from another thread (which ends a
+    /// blocked read or write of this channel with an error).
+    pub fn socket(&self) -> std::io::Result<TcpStream> {
+        self.rx.stream.get_ref().get_ref().try_clone()
+    }
+
     /// Wraps a connected stream; every read and write waits as `limits` allow.
     pub fn new(stream: TcpStream, limits: Limits) -> Result<Self> {
         let setup = |e| Error::io("cannot configure the TCP connection", e);

@@ -447,6 +447,14 @@ fn io_to_error(e: io::Error, during: &'static str, limits: &Limits) -> Error {
 }
 
 impl TlsChannel {
+    /// A second handle to the socket, to shut it down from another thread (which ends a
+    /// blocked read or write of this channel with an error).
+    pub fn socket(&self) -> std::io::Result<std::net::TcpStream> {
+        self.rx.sock.get_ref().try_clone()
+    }
+}
+
+impl TlsChannel {
     /// Runs the TLS handshake as the client on `stream`, under `limits`. `server_name` is
     /// checked against the server's certificate only with [`PeerCheck::Ca`].
     pub fn client(
