@@ -244,24 +244,26 @@ impl Scanner {
         let mut boundary = None;
         loop {
             match self.state {
-                State::Outside => match memchr::memchr2(b'"', b'\n', &buf[pos..]) {
-                    None => {
+                State::Outside => {
+                    // Outside quotes every newline ends a record: count them in bulk up to
+                    // the next quote and remember the last.
+                    let next = memchr::memchr(b'"', &buf[pos..]).map(|i| pos + i);
+                    let segment = &buf[pos..next.unwrap_or(buf.len())];
+                    if let Some(last) = memchr::memrchr(b'\n', segment) {
+                        self.newlines += memchr::memchr_iter(b'\n', segment).count() as u64;
+                        boundary = Some((pos + last + 1, self.newlines));
+                    }
+                    let Some(at) = next else {
                         pos = buf.len();
                         break;
+                    };
+                    if at == 0 || matches!(buf[at - 1], b',' | b'\r' | b'\n') {
+                        self.state = State::Quoted {
+                            opened: self.newlines + 1,
+                        };
                     }
-                    Some(i) => {
-                        let at = pos + i;
-                        if buf[at] == b'\n' {
-                            self.newlines += 1;
-                            boundary = Some((at + 1, self.newlines));
-                        } else if at == 0 || matches!(buf[at - 1], b',' | b'\r' | b'\n') {
-                            self.state = State::Quoted {
-                                opened: self.newlines + 1,
-                            };
-                        }
-                        pos = at + 1;
-                    }
-                },
+                    pos = at + 1;
+                }
                 State::Quoted { opened } => match memchr::memchr(b'"', &buf[pos..]) {
                     None => {
                         self.newlines += memchr::memchr_iter(b'\n', &buf[pos..]).count() as u64;
