@@ -225,8 +225,8 @@ run_blindjoin() {
     spid=$!
     PIDS+=("$spid")
 
-    # The sender reads and hashes its file before it listens: wait for that,
-    # so the receiver's clock does not include the sender's start.
+    # The sender listens at once (it reads its file while it waits): wait for the port,
+    # so the receiver's clock does not include the sender's process start.
     while ! listening "$port"; do
         if ! running "$spid"; then
             st=0
