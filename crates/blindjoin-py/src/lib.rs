@@ -21,12 +21,11 @@
 //! The party runs on a thread of its own (on a rayon pool of `threads` workers) while the
 //! calling thread waits without the GIL in steps of 100 ms, taking the GIL between steps to run
 //! Python's signal handlers. On `KeyboardInterrupt` the run's cancel flag is set, which ends a
-//! wait for the peer at once (the listening port is closed); a protocol already under way is not
-//! waited for: it goes on in the background until it ends. A receiver then refuses its result
-//! at the final confirmation (the sender fails with the receiver's reason); a sender's run
-//! completes unless the process exits first, which closes the connection. (`run_party` reads the
-//! cancel flag only while the connection is made, so a run cannot be stopped mid-protocol from
-//! here.)
+//! wait for the peer at once (the listening port is closed); during the protocol `run_party`
+//! sees the same flag and shuts the connection's socket down, which ends the run with an error
+//! (a receiver at the final confirmation refuses its result, and the sender fails with the
+//! receiver's reason). The interrupt is raised after a short grace period, without waiting for
+//! the run's thread to finish.
 
 mod errors;
 mod keys;
@@ -232,8 +231,8 @@ fn wait(
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(interrupt) = py.check_signals() {
                     cancel.store(true, Ordering::Relaxed);
-                    // A wait for the peer ends within the grace period; a protocol under way
-                    // is left to end in the background.
+                    // A wait for the peer, or a protocol whose socket the flag shuts down,
+                    // ends within the grace period.
                     py.detach(move || {
                         let _ = rx.recv_timeout(CANCEL_GRACE);
                     });

@@ -49,10 +49,9 @@ message), its subclasses :class:`InputError` (the data; also a ``ValueError``) a
 arguments, before anything is read or connected.
 
 Ctrl-C (``KeyboardInterrupt``) while waiting for the peer stops the wait at once and closes the
-listening port. During the protocol it returns control within a second and the run goes on in
-the background to its end: an interrupted receiver refuses its result at the final confirmation, so
-the sender fails with the receiver's reason; an interrupted sender's run completes (the receiver
-still gets its result) unless the process exits first, which closes the connection.
+listening port. During the protocol it returns control within a second and shuts the connection
+down, which ends the run on both sides (the peer sees the connection close, or, at the final
+confirmation, the receiver's refusal); no output is written.
 """
 
 from __future__ import annotations
