@@ -12,7 +12,7 @@ use super::{
 };
 use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::aes::FixedKeyAes;
-use blindjoin_core::channel::{BulkReader, Channel, send_elements};
+use blindjoin_core::channel::{BulkReader, Channel, FrameReceiver, FrameSender, send_elements};
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::transpose::transpose_128xn;
 use blindjoin_core::{Block, Error, Result, block};
@@ -156,7 +156,11 @@ impl IknpSender {
 
     /// Receives one chunk's u columns and writes its rows q_i = t_i ⊕ r_i·s into `dest`
     /// (at most [`CHUNK`] of them). Does not advance `next_index`.
-    fn extend_chunk<C: Channel + ?Sized>(&mut self, ch: &mut C, dest: &mut [Block]) -> Result<()> {
+    fn extend_chunk<C: FrameReceiver + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        dest: &mut [Block],
+    ) -> Result<()> {
         let rb = row_bytes(dest.len());
         let u = ch.recv(MSG_U_COLUMNS, KAPPA * rb)?;
         if u.len() != KAPPA * rb {
@@ -219,6 +223,47 @@ impl IknpSender {
         Ok(())
     }
 
+    /// `out.len()` random OTs of which only the messages x_i^1 are computed:
+    /// `out[i] = x_i^1 = TCCR(i, q_i ⊕ s)` where bit i of `select` is set (bit i at byte i/8,
+    /// position i%8; every i if `select` is `None`) and `Block::ZERO` elsewhere. The x_i^0 are
+    /// never computed, so a protocol that needs only some x_i^1 hashes only those: PSZ14
+    /// §4.3's random garbled Bloom filter, whose sender hashes the rows where its own Bloom
+    /// filter has a 1, and the GBF PSI whose sender masks its GBF with every x_i^1 (PSZ14
+    /// §4.2, "Optimization": x_i^0 = 0). The OTs are extended chunk by chunk as the receiver's
+    /// u columns arrive on `rx` (one frame per chunk of at most [`CHUNK`] OTs).
+    ///
+    /// Errors: `InvalidParam` if `select` has fewer than ⌈out.len()/8⌉ bytes; the channel's and
+    /// `Malformed` for a frame of u columns of the wrong length.
+    pub fn send_ones<C: FrameReceiver + ?Sized>(
+        &mut self,
+        rx: &mut C,
+        select: Option<&[u8]>,
+        out: &mut [Block],
+    ) -> Result<()> {
+        if let Some(sel) = select {
+            check_packed_len(sel.len(), out.len())?;
+        }
+        let first = self.next_index;
+        let mut picked = Vec::new();
+        let mut gathered = Zeroizing::new(Vec::new());
+        for (k, o) in out.chunks_mut(CHUNK).enumerate() {
+            self.extend_chunk(rx, o)?;
+            let base = first + (k * CHUNK) as u64;
+            match select {
+                None => {
+                    o.iter_mut().for_each(|q| *q ^= self.s);
+                    self.aes.tccr_hash(base, o);
+                }
+                Some(sel) => {
+                    let sel = &sel[k * CHUNK / 8..];
+                    hash_selected(&self.aes, base, sel, self.s, o, &mut picked, &mut gathered);
+                }
+            }
+        }
+        self.next_index += out.len() as u64;
+        Ok(())
+    }
+
     /// `out.len()` correlated OTs with correlation `delta`: `out[i] = x_i^0` random and the
     /// receiver learns `x_i^0 ⊕ r_i·delta`.
     pub fn send_correlated<C: Channel + ?Sized>(
@@ -265,6 +310,52 @@ fn transpose_rows(columns: &[u8], rb: usize, dest: &mut [Block]) -> Result<()> {
     let n = dest.len();
     dest.copy_from_slice(&all[..n]);
     Ok(())
+}
+
+/// Checks that packed bits cover `len` OTs.
+fn check_packed_len(bytes: usize, len: usize) -> Result<()> {
+    if bytes < len.div_ceil(8) {
+        return Err(Error::InvalidParam {
+            field: "choices",
+            reason: format!("{bytes} bytes of packed bits for {len} OTs"),
+        });
+    }
+    Ok(())
+}
+
+/// Bit i of packed bits (bit i at byte i/8, position i%8).
+#[inline]
+fn packed_bit(bits: &[u8], i: usize) -> bool {
+    bits[i / 8] >> (i % 8) & 1 == 1
+}
+
+/// For every row i with bit i of `select` set: `rows[i] = TCCR(first + i, rows[i] ⊕ xor)`;
+/// every other row becomes `Block::ZERO`. The selected rows are gathered into `gathered` (the
+/// AES pipeline needs consecutive blocks), hashed under their own OT index, and put back;
+/// `picked` and `gathered` are scratch buffers the caller reuses.
+fn hash_selected(
+    aes: &FixedKeyAes,
+    first: u64,
+    select: &[u8],
+    xor: Block,
+    rows: &mut [Block],
+    picked: &mut Vec<u32>,
+    gathered: &mut Vec<Block>,
+) {
+    picked.clear();
+    gathered.clear();
+    for (i, row) in rows.iter_mut().enumerate() {
+        if packed_bit(select, i) {
+            picked.push(i as u32);
+            gathered.push(*row ^ xor);
+        }
+        *row = Block::ZERO;
+    }
+    aes.tccr_hash_with(gathered, |k| u128::from(first) + u128::from(picked[k]));
+    for (&i, g) in picked.iter().zip(gathered.iter()) {
+        rows[i as usize] = *g;
+    }
+    gathered.zeroize();
 }
 
 /// Random-OT outputs from the rows q_i: (TCCR(i, q_i), TCCR(i, q_i ⊕ s)).
@@ -317,18 +408,79 @@ impl IknpReceiver {
 
     /// Sends the u columns for `choices` and writes the rows t_i into `rows` (one per
     /// choice); returns the first OT index.
-    fn extend_into<C: Channel + ?Sized>(
+    fn extend_into<C: FrameSender + ?Sized>(
         &mut self,
         ch: &mut C,
         choices: &[bool],
         rows: &mut [Block],
     ) -> Result<u64> {
-        #[cfg(test)]
-        let cheat = self.cheat;
         let first = self.next_index;
         for (chunk, dest) in choices.chunks(CHUNK).zip(rows.chunks_mut(CHUNK)) {
-            let rb = row_bytes(chunk.len());
             let r = Zeroizing::new(pack_bits(chunk));
+            self.extend_packed_chunk(ch, &r, dest)?;
+        }
+        self.next_index += choices.len() as u64;
+        Ok(first)
+    }
+
+    /// Random OTs with packed choice bits (bit i at byte i/8, position i%8) of which only the
+    /// outputs of choice 1 are computed: `out[i] = x_i^1 = TCCR(i, t_i)` where bit i of
+    /// `choices` is set, `Block::ZERO` where it is not (the x_i^0 are never hashed: PSZ14 §4.3
+    /// and Tab. 3, "m/2" calls to H). The counterpart of [`IknpSender::send_ones`]; the u
+    /// columns go out on `tx`, one frame per chunk of at most [`CHUNK`] OTs.
+    ///
+    /// Errors: `InvalidParam` if `choices` has fewer than ⌈out.len()/8⌉ bytes; the channel's.
+    pub fn receive_ones<C: FrameSender + ?Sized>(
+        &mut self,
+        tx: &mut C,
+        choices: &[u8],
+        out: &mut [Block],
+    ) -> Result<()> {
+        check_packed_len(choices.len(), out.len())?;
+        let first = self.next_index;
+        let mut r = Zeroizing::new(Vec::new());
+        let mut picked = Vec::new();
+        let mut gathered = Zeroizing::new(Vec::new());
+        for (k, dest) in out.chunks_mut(CHUNK).enumerate() {
+            let rb = row_bytes(dest.len());
+            let bits = &choices[k * CHUNK / 8..];
+            let bytes = dest.len().div_ceil(8);
+            r.clear();
+            r.extend_from_slice(&bits[..bytes]);
+            // Bits past the last OT of the chunk are padding: zero.
+            if dest.len() % 8 != 0 {
+                r[bytes - 1] &= (1u8 << (dest.len() % 8)) - 1;
+            }
+            r.resize(rb, 0);
+            self.extend_packed_chunk(tx, &r, dest)?;
+            let base = first + (k * CHUNK) as u64;
+            hash_selected(
+                &self.aes,
+                base,
+                &r,
+                Block::ZERO,
+                dest,
+                &mut picked,
+                &mut gathered,
+            );
+        }
+        self.next_index += out.len() as u64;
+        Ok(())
+    }
+
+    /// Sends the u columns of one chunk of `dest.len()` (at most [`CHUNK`]) OTs with the packed
+    /// choice bits `r` (`row_bytes(dest.len())` bytes) and writes the rows t_i into `dest`.
+    /// Does not advance `next_index`.
+    fn extend_packed_chunk<C: FrameSender + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        r: &[u8],
+        dest: &mut [Block],
+    ) -> Result<()> {
+        #[cfg(test)]
+        let cheat = self.cheat;
+        {
+            let rb = row_bytes(dest.len());
             #[cfg(test)]
             let r_cheat = {
                 let mut rc = r.to_vec();
@@ -362,8 +514,7 @@ impl IknpReceiver {
             ch.send(MSG_U_COLUMNS, u)?;
             transpose_rows(t, rb, dest)?;
         }
-        self.next_index += choices.len() as u64;
-        Ok(first)
+        Ok(())
     }
 
     /// Random OTs: `out[i] = x_i^{choices[i]}`.

@@ -90,6 +90,110 @@ fn kos_random_ot_counts_and_chunk_boundaries() {
     );
 }
 
+/// Packs bits as the `_ones` calls take them: bit i at byte i/8, position i%8.
+fn packed(bits: &[bool]) -> Vec<u8> {
+    let mut out = vec![0u8; bits.len().div_ceil(8)];
+    for (i, &b) in bits.iter().enumerate() {
+        out[i / 8] |= u8::from(b) << (i % 8);
+    }
+    out
+}
+
+/// `send_ones` / `receive_ones` are the same OTs as `send_random` / `receive_random` from the
+/// same seeds, with only the x^1 messages computed: the sender's where selected, the
+/// receiver's where its choice is 1, zero elsewhere; at chunk boundaries and after a batch.
+#[test]
+fn iknp_ones_are_the_x1_messages_of_random_ot() {
+    for n in [1usize, 129, 65_536, 65_537, 140_000] {
+        let c = choices(n, 3);
+        let sel = choices(n, 4);
+        let (pc, ps) = (packed(&c), packed(&sel));
+        let random = run_two_party(
+            |ch| {
+                let mut r =
+                    IknpReceiver::setup(&mut ChouOrlandiSender::default(), ch, &SID, &mut rng(1))
+                        .unwrap();
+                let mut out = vec![Block::ZERO; n];
+                r.receive_random(ch, &[true; 5], &mut [Block::ZERO; 5])
+                    .unwrap();
+                r.receive_random(ch, &c, &mut out).unwrap();
+                out
+            },
+            |ch| {
+                let mut s =
+                    IknpSender::setup(&mut ChouOrlandiReceiver::default(), ch, &SID, &mut rng(2))
+                        .unwrap();
+                let (mut first, mut out) = ([[Block::ZERO; 2]; 5], vec![[Block::ZERO; 2]; n]);
+                s.send_random(ch, &mut first).unwrap();
+                s.send_random(ch, &mut out).unwrap();
+                (first, out)
+            },
+        );
+        let ones = run_two_party(
+            |ch| {
+                let mut r =
+                    IknpReceiver::setup(&mut ChouOrlandiSender::default(), ch, &SID, &mut rng(1))
+                        .unwrap();
+                let mut out = vec![Block::ZERO; n];
+                r.receive_ones(ch, &[0xff], &mut [Block::ZERO; 5]).unwrap();
+                r.receive_ones(ch, &pc, &mut out).unwrap();
+                out
+            },
+            |ch| {
+                let mut s =
+                    IknpSender::setup(&mut ChouOrlandiReceiver::default(), ch, &SID, &mut rng(2))
+                        .unwrap();
+                let (mut all, mut some) = (vec![Block::ZERO; 5], vec![Block::ZERO; n]);
+                s.send_ones(ch, None, &mut all).unwrap();
+                s.send_ones(ch, Some(&ps), &mut some).unwrap();
+                (all, some)
+            },
+        );
+        let (r_out, (s_all, s_some)) = ones;
+        assert_eq!(s_all, random.1.0.map(|p| p[1]));
+        for i in 0..n {
+            let want_r = if c[i] { random.0[i] } else { Block::ZERO };
+            assert_eq!(r_out[i], want_r, "receiver, OT {i} of {n}");
+            let want_s = if sel[i] {
+                random.1.1[i][1]
+            } else {
+                Block::ZERO
+            };
+            assert_eq!(s_some[i], want_s, "sender, OT {i} of {n}");
+        }
+    }
+}
+
+#[test]
+fn ones_refuse_too_few_packed_bits() {
+    let (r, s) = run_two_party(
+        |ch| {
+            let mut r =
+                IknpReceiver::setup(&mut ChouOrlandiSender::default(), ch, &SID, &mut rng(1))
+                    .unwrap();
+            r.receive_ones(ch, &[0u8; 2], &mut [Block::ZERO; 17])
+        },
+        |ch| {
+            let mut s =
+                IknpSender::setup(&mut ChouOrlandiReceiver::default(), ch, &SID, &mut rng(2))
+                    .unwrap();
+            s.send_ones(ch, Some(&[0u8; 1]), &mut [Block::ZERO; 9])
+        },
+    );
+    for e in [r.unwrap_err(), s.unwrap_err()] {
+        assert!(
+            matches!(
+                e,
+                Error::InvalidParam {
+                    field: "choices",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
+}
+
 #[test]
 fn iknp_correlated_and_chosen_messages() {
     let c = choices(3000, 9);

@@ -37,6 +37,22 @@ pub enum HashingError {
         /// The maximum bin size that was checked.
         max: usize,
     },
+    /// Garbled Bloom filter build: every slot of an element is already taken by earlier
+    /// elements, so it has no slot for its final share (DCW13 Thm 1; probability about 2^-k).
+    #[error(
+        "garbled Bloom filter build failed: all {k} slots of item {item} (of {items}) are taken in a \
+         filter of {bits} slots"
+    )]
+    GbfFull {
+        /// Index of the element that found no free slot.
+        item: usize,
+        /// Elements being inserted.
+        items: usize,
+        /// m.
+        bits: u64,
+        /// k.
+        k: usize,
+    },
     /// More items than the tables can index.
     #[error("{items} items are too many for the hashing tables (at most {max})")]
     TooManyItems {
@@ -86,6 +102,10 @@ impl From<HashingError> for blindjoin_core::Error {
                 };
                 blindjoin_core::Error::HashingFailed(format!("{e}; {advice}"))
             }
+            HashingError::GbfFull { .. } => blindjoin_core::Error::HashingFailed(format!(
+                "{e}; with the filter sized for the set this has probability about 2^-k: please \
+                 report it"
+            )),
             HashingError::BinOverflow { .. } => {
                 blindjoin_core::Error::HashingFailed(format!("{e}; please report it"))
             }

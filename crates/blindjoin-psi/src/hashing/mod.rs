@@ -165,6 +165,7 @@
 //! - Raab, Steger, "'Balls into Bins' — A Simple and Tight Analysis", RANDOM 1998 (PSZ14's
 //!   \[54\]).
 
+pub mod bloom;
 mod cuckoo;
 mod error;
 mod hash;
