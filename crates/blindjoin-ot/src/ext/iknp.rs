@@ -505,7 +505,7 @@ impl IknpReceiver {
                 let r: &[u8] = if cheat.is_some_and(|(_, cols)| j < cols) {
                     &r_cheat
                 } else {
-                    &r
+                    r
                 };
                 for ((a, b), c) in uj.iter_mut().zip(tj.iter()).zip(r.iter()) {
                     *a ^= b ^ c;
