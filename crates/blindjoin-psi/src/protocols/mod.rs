@@ -17,8 +17,11 @@ registry! {
     kkrt16,
     cm20,
     psz14,
+    rgbf,
+    gbf,
     ecdh,
     naive,
 }
 
 pub(crate) mod common;
+pub(crate) mod filters;

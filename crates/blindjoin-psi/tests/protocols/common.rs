@@ -6,6 +6,7 @@
 use blindjoin_core::Result;
 use blindjoin_core::channel::Channel;
 use blindjoin_core::channel::metered::{ByMessage, Metered};
+use blindjoin_core::channel::transcript::{Digests, Transcript};
 use blindjoin_core::handshake::{MSG_HELLO, MSG_VERDICT};
 use blindjoin_core::item::{Item, items_from_records};
 use blindjoin_ot::base;
@@ -68,6 +69,29 @@ pub struct MeteredRun {
     pub indices: Vec<usize>,
     pub receiver_sent: ByMessage,
     pub sender_sent: ByMessage,
+}
+
+/// Runs `p` with the default seeds over transcript-hashing channels: the receiver's indices and
+/// the digests of what each party sent and received (equal digests: equal messages).
+pub fn transcript(
+    p: &Protocol,
+    recv: &[Item],
+    send: &[Item],
+    opts: &RunOptions,
+) -> (Vec<usize>, [Digests; 2]) {
+    let ((out, r), s) = run_two_party(
+        |ch| {
+            let mut t = Transcript::new(ch);
+            let out = p.receive(&mut t, recv, opts, &mut rng(1));
+            (out, t.digests())
+        },
+        |ch| {
+            let mut t = Transcript::new(ch);
+            p.send(&mut t, send, opts, &mut rng(2)).unwrap();
+            t.digests()
+        },
+    );
+    (out.unwrap().indices, [r, s])
 }
 
 /// Runs `p` over metered channels; checks that each side received exactly what the other sent,

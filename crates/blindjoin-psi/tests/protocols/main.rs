@@ -6,7 +6,9 @@
 mod cm20;
 mod common;
 mod ecdh;
+mod gbf;
 mod kkrt16;
 mod naive;
 mod psz14;
 mod registry;
+mod rgbf;
