@@ -531,15 +531,13 @@ pub struct BloomPairs {
     groups: Vec<PairGroup>,
 }
 
-/// The pairs of one contiguous range of elements.
+/// The pairs of one contiguous range of elements, one list per chunk of the range.
 #[derive(Debug)]
 struct PairGroup {
     first_item: usize,
     items_len: usize,
-    /// `starts[c] .. starts[c + 1]`: the pairs of the range's chunk c.
-    starts: Vec<u32>,
-    offsets: Vec<u16>,
-    items: Vec<u32>,
+    offsets: Vec<Vec<u16>>,
+    items: Vec<Vec<u32>>,
 }
 
 /// The pairs of one chunk in one group: element indices (increasing) and offsets.
@@ -580,8 +578,8 @@ impl BloomPairs {
     }
 
     /// The pairs of `items` in chunks `chunks` of `chunk_len` (≤ 2^16) positions, in `groups`
-    /// contiguous groups of elements built in parallel (each hashes its elements twice: once to
-    /// count the pairs per chunk, once to place them).
+    /// contiguous groups of elements built in parallel. Each chunk's lists are reserved at their
+    /// expected length plus six standard deviations, so they rarely grow.
     pub fn build(
         hasher: &BloomHasher,
         items: &[Block],
@@ -602,38 +600,25 @@ impl BloomPairs {
             .into_par_iter()
             .map(|r| {
                 let mut s = PositionScratch::default();
-                let mut starts = vec![0u32; nchunks + 1];
-                for &x in &items[r.clone()] {
-                    for &p in hasher.positions(x, &mut s) {
-                        let p = u64::from(p);
-                        if p >= lo && p < hi {
-                            starts[((p - lo) / chunk_len as u64) as usize + 1] += 1;
-                        }
-                    }
-                }
-                for c in 0..nchunks {
-                    starts[c + 1] += starts[c];
-                }
-                let total = starts[nchunks] as usize;
-                let mut cursor: Vec<u32> = starts[..nchunks].to_vec();
-                let mut offsets = vec![0u16; total];
-                let mut its = vec![0u32; total];
+                let mean = (hasher.k * r.len()) as f64 * chunk_len as f64 / hasher.m as f64;
+                let reserve = (mean + 6.0 * mean.sqrt()) as usize + 16;
+                let mut offsets: Vec<Vec<u16>> =
+                    (0..nchunks).map(|_| Vec::with_capacity(reserve)).collect();
+                let mut its: Vec<Vec<u32>> =
+                    (0..nchunks).map(|_| Vec::with_capacity(reserve)).collect();
                 for (i, &x) in items[r.clone()].iter().enumerate() {
                     for &p in hasher.positions(x, &mut s) {
                         let p = u64::from(p);
                         if p >= lo && p < hi {
                             let c = ((p - lo) / chunk_len as u64) as usize;
-                            let at = cursor[c] as usize;
-                            cursor[c] += 1;
-                            offsets[at] = ((p - lo) % chunk_len as u64) as u16;
-                            its[at] = (r.start + i) as u32;
+                            offsets[c].push(((p - lo) % chunk_len as u64) as u16);
+                            its[c].push((r.start + i) as u32);
                         }
                     }
                 }
                 PairGroup {
                     first_item: r.start,
                     items_len: r.len(),
-                    starts,
                     offsets,
                     items: its,
                 }
@@ -651,14 +636,11 @@ impl BloomPairs {
     /// entry per group of elements, groups in element order.
     pub fn chunk(&self, c: usize) -> impl Iterator<Item = ChunkPairs<'_>> + '_ {
         let k = c - self.chunks.start;
-        self.groups.iter().map(move |g| {
-            let (s, e) = (g.starts[k] as usize, g.starts[k + 1] as usize);
-            ChunkPairs {
-                first_item: g.first_item,
-                items_len: g.items_len,
-                offsets: &g.offsets[s..e],
-                items: &g.items[s..e],
-            }
+        self.groups.iter().map(move |g| ChunkPairs {
+            first_item: g.first_item,
+            items_len: g.items_len,
+            offsets: &g.offsets[k],
+            items: &g.items[k],
         })
     }
 
@@ -672,7 +654,11 @@ impl BloomPairs {
 
     /// Pairs held.
     pub fn len(&self) -> usize {
-        self.groups.iter().map(|g| g.items.len()).sum()
+        self.groups
+            .iter()
+            .flat_map(|g| &g.items)
+            .map(Vec::len)
+            .sum()
     }
 
     /// Whether no pair is held.
