@@ -60,6 +60,9 @@ pub struct BenchArgs {
     /// their ratio is measured in one run under the same machine load.
     #[arg(long, value_delimiter = ',', value_enum, default_value = "tcp")]
     transport: Vec<Transport>,
+    /// Computational security parameter κ in bits (the protocol must offer it).
+    #[arg(long, default_value_t = 128)]
+    kappa: u32,
 }
 
 /// The connection a benchmark runs over.
@@ -167,6 +170,8 @@ pub struct PartyArgs {
     timeout: u64,
     #[arg(long)]
     tls_dir: Option<PathBuf>,
+    #[arg(long, default_value_t = 128)]
+    kappa: u32,
 }
 
 /// What one party process reports.
@@ -244,7 +249,10 @@ fn expected_indices(recv: &[Vec<u8>], send: &[Vec<u8>]) -> Vec<usize> {
 pub fn run_party(a: &PartyArgs) -> CliResult<()> {
     let (recv, send) = bench_sets(a.n_recv, a.n_send, a.overlap, a.seed);
     let timeout = Duration::from_secs(a.timeout);
-    let opts = RunOptions::default();
+    let opts = RunOptions {
+        kappa: a.kappa,
+        ..RunOptions::default()
+    };
     let mut rng = rand::rng();
     let is_receiver = a.role == "receiver";
     // Timed: hashing the records to items, and the protocol; not: making the sets, connecting.
@@ -386,8 +394,11 @@ fn one_rep(
     seed: u64,
     threads: usize,
     tls: Option<&BenchTls>,
+    kappa: u32,
 ) -> CliResult<(PartyResult, PartyResult)> {
     let mut args: Vec<String> = [
+        "--kappa",
+        &kappa.to_string(),
         "--protocol",
         p.name,
         "--n-recv",
@@ -464,7 +475,9 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
         for rep in 0..a.reps {
             for (t, reps) in a.transport.iter().zip(by_transport.iter_mut()) {
                 let tls = (*t == Transport::Tls).then_some(()).and(tls.as_ref());
-                let (r, s) = one_rep(a.protocol, n_recv, n_send, overlap, a.seed, threads, tls)?;
+                let (r, s) = one_rep(
+                    a.protocol, n_recv, n_send, overlap, a.seed, threads, tls, a.kappa,
+                )?;
                 if r.intersection.as_ref() != Some(&expected) {
                     return Err(CliError::Verification(format!(
                         "{} at {n_recv}x{n_send} over {t:?}, repetition {rep}: the receiver's intersection differs from the expected {} indices",
