@@ -48,7 +48,7 @@
 //! **Pipelining and memory** (DCW13 §6.1-6.2). The positions are walked in chunks of 2^16 (one
 //! OT-extension call); neither party holds its Bloom filter or the m OT outputs. Per pass over a
 //! range of chunks each lists the (offset, element) pairs of its own elements (6 bytes each, at
-//! most 2^26 per pass, `hashing::bloom::BloomPairs`), builds each chunk's filter bits from them,
+//! most 2^26 per pass and a quarter of `--memory`, `hashing::bloom::BloomPairs`), builds each chunk's filter bits from them,
 //! and adds each chunk's G values into one accumulator per element: memory is the pairs of a
 //! pass, 16 bytes per element and one chunk, not m. S reads R's u columns as they arrive and
 //! sends its masks after the last chunk (a set in random order can only be sent complete), so
