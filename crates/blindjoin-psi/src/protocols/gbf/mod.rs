@@ -60,10 +60,10 @@
 //! processed. S holds the GBF in the compact form of `hashing::bloom` (m/4 bytes of slot state
 //! and its n2 final shares; the random shares are a PRF of the position, produced per chunk),
 //! not m·ℓ bits. R never holds its Bloom filter: per pass over a range of chunks it lists the
-//! (offset, element) pairs of its elements (6 bytes each, at most 2^26 per pass and a quarter of `--memory`), builds each
-//! chunk's bits from them and adds the received strings into one accumulator per element. R
-//! sends through a writer thread and reads S's y values on a reader thread
-//! (`common::pipelined`), at most 4 chunks ahead of what it has processed, so neither party
+//! (offset, element) pairs of its elements (6 bytes each, at most 2^26 per pass and a quarter
+//! of `--memory`), builds each chunk's bits from them and adds the received strings into one
+//! accumulator per element. R sends through a writer thread and reads S's y values on a reader
+//! thread (`common::pipelined`), at most 4 chunks ahead of what it has processed, so neither party
 //! waits for the other's socket buffer and R's queue stays bounded. `--threads` (rayon)
 //! parallelises the hashing of positions, the pairs and the accumulation over groups of
 //! elements, and the sender's GBF strings per chunk; the GBF build itself stays sequential

@@ -48,9 +48,10 @@
 //! **Pipelining and memory** (DCW13 §6.1-6.2). The positions are walked in chunks of 2^16 (one
 //! OT-extension call); neither party holds its Bloom filter or the m OT outputs. Per pass over a
 //! range of chunks each lists the (offset, element) pairs of its own elements (6 bytes each, at
-//! most 2^26 per pass and a quarter of `--memory`, `hashing::bloom::BloomPairs`), builds each chunk's filter bits from them,
-//! and adds each chunk's G values into one accumulator per element: memory is the pairs of a
-//! pass, 16 bytes per element and one chunk, not m. S reads R's u columns as they arrive and
+//! most 2^26 per pass and a quarter of `--memory`, `hashing::bloom::BloomPairs`), builds each
+//! chunk's filter bits from them, and adds each chunk's G values into one accumulator per
+//! element: memory is the pairs of a pass, 16 bytes per element and one chunk, not m. S reads
+//! R's u columns as they arrive and
 //! sends its masks after the last chunk (a set in random order can only be sent complete), so
 //! the two streams never run at once. `--threads` (rayon) parallelises the hashing of positions,
 //! the pairs and the accumulation over groups of elements. One thread and several give the
