@@ -386,16 +386,16 @@ pub(crate) fn run_pair<T: serde::de::DeserializeOwned>(
     Ok((r, s))
 }
 
+/// One repetition of `a`'s protocol (with its seed and κ) at the given sizes.
 fn one_rep(
-    p: &'static Protocol,
+    a: &BenchArgs,
     n_recv: usize,
     n_send: usize,
     overlap: usize,
-    seed: u64,
     threads: usize,
     tls: Option<&BenchTls>,
-    kappa: u32,
 ) -> CliResult<(PartyResult, PartyResult)> {
+    let (p, seed, kappa) = (a.protocol, a.seed, a.kappa);
     let mut args: Vec<String> = [
         "--kappa",
         &kappa.to_string(),
@@ -475,9 +475,7 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
         for rep in 0..a.reps {
             for (t, reps) in a.transport.iter().zip(by_transport.iter_mut()) {
                 let tls = (*t == Transport::Tls).then_some(()).and(tls.as_ref());
-                let (r, s) = one_rep(
-                    a.protocol, n_recv, n_send, overlap, a.seed, threads, tls, a.kappa,
-                )?;
+                let (r, s) = one_rep(a, n_recv, n_send, overlap, threads, tls)?;
                 if r.intersection.as_ref() != Some(&expected) {
                     return Err(CliError::Verification(format!(
                         "{} at {n_recv}x{n_send} over {t:?}, repetition {rep}: the receiver's intersection differs from the expected {} indices",
