@@ -4,6 +4,7 @@
 
 use crate::RunOptions;
 use crate::hashing::bloom::{BloomHasher, BloomPairs, ChunkPairs, bloom_bits};
+use blindjoin_core::channel::{Channel, recv_msg, send_msg};
 use blindjoin_core::handshake::{Session, expect_same};
 use blindjoin_core::{Block, Error, Result};
 use rayon::prelude::*;
@@ -42,6 +43,52 @@ impl Setup {
             ),
             ("ell", u64::from(ours.ell), u64::from(self.ell)),
         ])
+    }
+}
+
+/// What both parties of a Bloom-filter protocol derive from (κ, λ, n1, n2): k, m and the
+/// protocol's ℓ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FilterParams {
+    /// k, the hash functions.
+    pub k: usize,
+    /// m, the positions.
+    pub m: u64,
+    /// ℓ in bytes.
+    pub ell: usize,
+}
+
+impl FilterParams {
+    /// k and m from [`filter_size`], with the protocol's ℓ in bytes.
+    pub(crate) fn new(kappa: u32, n1: u64, n2: u64, ell: usize) -> Result<Self> {
+        let (k, m) = filter_size(kappa, n1, n2)?;
+        Ok(FilterParams { k, m, ell })
+    }
+
+    /// The setup message of these parameters.
+    pub(crate) fn setup(&self) -> Setup {
+        Setup {
+            bits: self.m,
+            hashes: self.k as u32,
+            ell: 8 * self.ell as u32,
+        }
+    }
+
+    /// Chunks of positions.
+    pub(crate) fn chunks(&self) -> usize {
+        self.m.div_ceil(CHUNK as u64) as usize
+    }
+
+    /// Sends our setup as `ours`, receives the peer's as `theirs` and checks it against ours.
+    pub(crate) fn exchange<C: Channel + ?Sized>(
+        &self,
+        ch: &mut C,
+        ours: &'static str,
+        theirs: &'static str,
+    ) -> Result<()> {
+        send_msg(ch, ours, &self.setup())?;
+        let peer: Setup = recv_msg(ch, theirs, 64)?;
+        peer.check(&self.setup())
     }
 }
 

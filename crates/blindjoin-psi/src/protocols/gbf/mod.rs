@@ -95,7 +95,11 @@ mod sender;
 pub use receiver::receive;
 pub use sender::send;
 
-use super::filters::{self, CHUNK, Setup};
+use super::filters::{CHUNK, FilterParams, truncate};
+use blindjoin_core::aes::FixedKeyAes;
+use blindjoin_core::handshake::Session;
+use blindjoin_core::Block;
+use rayon::prelude::*;
 use crate::BaseOt;
 use crate::params::ceil_log2;
 use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
@@ -165,37 +169,9 @@ pub fn ell_bits(lambda: u32, n1: u64, n2: u64) -> u32 {
     (app_a.max(queries).div_ceil(8) * 8).min(128)
 }
 
-/// Everything both parties derive from (κ, λ, n1, n2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Params {
-    pub k: usize,
-    pub m: u64,
-    /// ℓ in bytes.
-    pub ell: usize,
-}
-
-impl Params {
-    pub(crate) fn new(kappa: u32, lambda: u32, n1: u64, n2: u64) -> Result<Self> {
-        let (k, m) = filters::filter_size(kappa, n1, n2)?;
-        Ok(Params {
-            k,
-            m,
-            ell: ell_bits(lambda, n1, n2) as usize / 8,
-        })
-    }
-
-    pub(crate) fn setup(&self) -> Setup {
-        Setup {
-            bits: self.m,
-            hashes: self.k as u32,
-            ell: 8 * self.ell as u32,
-        }
-    }
-
-    /// Chunks of positions.
-    pub(crate) fn chunks(&self) -> usize {
-        self.m.div_ceil(CHUNK as u64) as usize
-    }
+/// k, m and ℓ (see the module doc) from (κ, λ, n1, n2).
+pub(crate) fn filter_params(kappa: u32, lambda: u32, n1: u64, n2: u64) -> Result<FilterParams> {
+    FilterParams::new(kappa, n1, n2, ell_bits(lambda, n1, n2) as usize / 8)
 }
 
 /// The handshake parameters: the rules both sides apply to the sizes.
@@ -214,7 +190,7 @@ pub(crate) fn params(base_ot: BaseOt) -> Vec<(String, String)> {
 /// The bytes of each message: two setups, κ = 128 base OTs, m OTs of u columns in calls of
 /// 2^16, and m strings of ℓ bytes in one frame per chunk.
 fn traffic(s: &Sizes) -> Result<Traffic> {
-    let p = Params::new(s.kappa, s.lambda, s.n_recv, s.n_send)?;
+    let p = filter_params(s.kappa, s.lambda, s.n_recv, s.n_send)?;
     let setup = msg_bytes(&p.setup())?;
     let [base_s, base_r] = traffic::co15(blindjoin_ot::ext::KAPPA);
     Ok(vec![
@@ -228,18 +204,17 @@ fn traffic(s: &Sizes) -> Result<Traffic> {
 }
 
 /// π of the item encoding enc(x) = π(x) ⊕ x.
-pub(crate) fn encoder(session: &blindjoin_core::handshake::Session) -> blindjoin_core::aes::FixedKeyAes {
-    blindjoin_core::aes::FixedKeyAes::new(session.block("gbf/encode"))
+pub(crate) fn encoder(session: &Session) -> FixedKeyAes {
+    FixedKeyAes::new(session.block("gbf/encode"))
 }
 
 /// enc(x) for every item, in place, truncated to `ell` bytes.
-pub(crate) fn encode(aes: &blindjoin_core::aes::FixedKeyAes, blocks: &mut [blindjoin_core::Block], ell: usize) {
-    use rayon::prelude::*;
+pub(crate) fn encode(aes: &FixedKeyAes, blocks: &mut [Block], ell: usize) {
     blocks.par_chunks_mut(1 << 12).for_each(|c| {
-        let orig: Vec<blindjoin_core::Block> = c.to_vec();
+        let orig = c.to_vec();
         aes.permute(c);
         for (x, o) in c.iter_mut().zip(orig) {
-            *x = blindjoin_core::Block(filters::truncate(*x ^ o, ell));
+            *x = Block(truncate(*x ^ o, ell));
         }
     });
 }
@@ -258,11 +233,11 @@ mod tests {
         assert_eq!(ell_bits(40, 1, 0), 40);
         assert_eq!(ell_bits(40, 0, 0), 40);
         assert_eq!(ell_bits(80, 1 << 30, 1 << 30), 128);
-        let p = Params::new(128, 40, 1 << 18, 1 << 18).unwrap();
+        let p = filter_params(128, 40, 1 << 18, 1 << 18).unwrap();
         assert_eq!((p.k, p.m, p.ell), (128, 48_318_384, 10));
         assert_eq!(p.chunks(), 738);
-        let p = Params::new(80, 40, 1 << 20, 1000).unwrap();
+        let p = filter_params(80, 40, 1 << 20, 1000).unwrap();
         assert_eq!((p.k, p.m), (80, 120_795_960));
-        assert!(Params::new(128, 40, 1 << 25, 1).is_err());
+        assert!(filter_params(128, 40, 1 << 25, 1).is_err());
     }
 }

@@ -1,12 +1,12 @@
 //! The sender's side of `gbf` (see the module doc for the message flow).
 
-use super::{MSG_RECEIVER_SETUP, MSG_SENDER_SETUP, MSG_SHARES, PROTOCOL, Params, encode, encoder};
+use super::{MSG_RECEIVER_SETUP, MSG_SENDER_SETUP, MSG_SHARES, PROTOCOL, filter_params, encode, encoder};
 use crate::hashing::bloom::GarbledBloomFilter;
 use crate::protocols::common::put_tag;
-use crate::protocols::filters::{self, CHUNK, Setup, chunk_len};
+use crate::protocols::filters::{self, CHUNK, chunk_len};
 use crate::run::Run;
 use crate::{RunOptions, SenderOutput};
-use blindjoin_core::channel::{Channel, recv_msg, send_msg};
+use blindjoin_core::channel::Channel;
 use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Result};
@@ -33,10 +33,8 @@ pub fn send<C: Channel + ?Sized>(
 ) -> Result<SenderOutput> {
     let mut run = Run::start(ch, &PROTOCOL, Role::Sender, items.len(), opts, rng)?;
     let (n1, n2) = run.sizes();
-    let p = Params::new(run.session.kappa, run.session.lambda, n1, n2)?;
-    send_msg(ch, MSG_SENDER_SETUP, &p.setup())?;
-    let theirs: Setup = recv_msg(ch, MSG_RECEIVER_SETUP, 64)?;
-    theirs.check(&p.setup())?;
+    let p = filter_params(run.session.kappa, run.session.lambda, n1, n2)?;
+    p.exchange(ch, MSG_SENDER_SETUP, MSG_RECEIVER_SETUP)?;
     // The slot state follows m, which the receiver's announced size decides.
     opts.check_memory("the sender's garbled Bloom filter", p.m / 4)?;
     let hasher = filters::hasher(&run.session, "gbf/bloom", p.k, p.m)?;

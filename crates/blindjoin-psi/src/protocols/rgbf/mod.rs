@@ -75,7 +75,7 @@ mod sender;
 pub use receiver::receive;
 pub use sender::send;
 
-use super::filters::{self, Setup};
+use super::filters::FilterParams;
 use crate::BaseOt;
 use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
 use crate::protocols::common::{CHUNK as MASK_FRAME, PSI_ROLES, PSZ14, tag_len};
@@ -128,37 +128,9 @@ pub const MSG_SENDER_SETUP: &str = "the sender's filter parameters";
 /// Name of the sender's masks, in random order.
 pub const MSG_MASKS: &str = "the sender's masks";
 
-/// Everything both parties derive from (κ, λ, n1, n2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Params {
-    pub k: usize,
-    pub m: u64,
-    /// ℓ in bytes.
-    pub ell: usize,
-}
-
-impl Params {
-    pub(crate) fn new(kappa: u32, lambda: u32, n1: u64, n2: u64) -> Result<Self> {
-        let (k, m) = filters::filter_size(kappa, n1, n2)?;
-        Ok(Params {
-            k,
-            m,
-            ell: tag_len(lambda, n1, n2)?,
-        })
-    }
-
-    pub(crate) fn setup(&self) -> Setup {
-        Setup {
-            bits: self.m,
-            hashes: self.k as u32,
-            ell: 8 * self.ell as u32,
-        }
-    }
-
-    /// Chunks of positions.
-    pub(crate) fn chunks(&self) -> usize {
-        self.m.div_ceil(filters::CHUNK as u64) as usize
-    }
+/// k, m and ℓ (see the module doc) from (κ, λ, n1, n2).
+pub(crate) fn filter_params(kappa: u32, lambda: u32, n1: u64, n2: u64) -> Result<FilterParams> {
+    FilterParams::new(kappa, n1, n2, tag_len(lambda, n1, n2)?)
 }
 
 /// The handshake parameters: the rules both sides apply to the sizes.
@@ -174,7 +146,7 @@ pub(crate) fn params(base_ot: BaseOt) -> Vec<(String, String)> {
 /// The bytes of each message: two setups, κ = 128 base OTs, m OTs of u columns in calls of
 /// 2^16, and n2 masks of ℓ bytes in frames of 2^14.
 fn traffic(s: &Sizes) -> Result<Traffic> {
-    let p = Params::new(s.kappa, s.lambda, s.n_recv, s.n_send)?;
+    let p = filter_params(s.kappa, s.lambda, s.n_recv, s.n_send)?;
     let setup = msg_bytes(&p.setup())?;
     let [base_s, base_r] = traffic::co15(blindjoin_ot::ext::KAPPA);
     Ok(vec![
@@ -195,11 +167,11 @@ mod tests {
     #[test]
     fn parameters() {
         // PSZ14 §4.3: ℓ = λ + log2 n1 + log2 n2: 76 bits at 2^18, 80 at 2^20 (whole bytes).
-        let p = Params::new(128, 40, 1 << 18, 1 << 18).unwrap();
+        let p = filter_params(128, 40, 1 << 18, 1 << 18).unwrap();
         assert_eq!((p.k, p.m, p.ell), (128, 48_318_384, 10));
-        let p = Params::new(128, 40, 1 << 20, 1 << 20).unwrap();
+        let p = filter_params(128, 40, 1 << 20, 1 << 20).unwrap();
         assert_eq!((p.k, p.m, p.ell), (128, 193_273_536, 10));
-        let p = Params::new(128, 40, 0, 0).unwrap();
+        let p = filter_params(128, 40, 0, 0).unwrap();
         assert_eq!((p.m, p.chunks()), (0, 0));
     }
 }

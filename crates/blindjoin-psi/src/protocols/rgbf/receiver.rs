@@ -1,12 +1,12 @@
 //! The receiver's side of `rgbf` (see the module doc for the message flow).
 
-use super::{MSG_MASKS, MSG_RECEIVER_SETUP, MSG_SENDER_SETUP, PROTOCOL, Params};
+use super::{MSG_MASKS, MSG_RECEIVER_SETUP, MSG_SENDER_SETUP, PROTOCOL, filter_params};
 use crate::hashing::bloom::BloomPairs;
 use crate::protocols::common::{TagTable, found_indices};
-use crate::protocols::filters::{self, CHUNK, Setup, accumulate, chunk_bits, chunk_len, truncate};
+use crate::protocols::filters::{self, CHUNK, accumulate, chunk_bits, chunk_len, truncate};
 use crate::run::Run;
 use crate::{ReceiverOutput, RunOptions};
-use blindjoin_core::channel::{BulkReader, Channel, recv_msg, send_msg};
+use blindjoin_core::channel::{BulkReader, Channel};
 use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Result};
@@ -29,10 +29,8 @@ pub fn receive<C: Channel + ?Sized>(
 ) -> Result<ReceiverOutput> {
     let mut run = Run::start(ch, &PROTOCOL, Role::Receiver, items.len(), opts, rng)?;
     let (n1, n2) = run.sizes();
-    let p = Params::new(run.session.kappa, run.session.lambda, n1, n2)?;
-    send_msg(ch, MSG_RECEIVER_SETUP, &p.setup())?;
-    let theirs: Setup = recv_msg(ch, MSG_SENDER_SETUP, 64)?;
-    theirs.check(&p.setup())?;
+    let p = filter_params(run.session.kappa, run.session.lambda, n1, n2)?;
+    p.exchange(ch, MSG_RECEIVER_SETUP, MSG_SENDER_SETUP)?;
     let hasher = filters::hasher(&run.session, "rgbf/bloom", p.k, p.m)?;
     let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
 

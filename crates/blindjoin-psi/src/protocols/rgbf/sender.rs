@@ -1,12 +1,12 @@
 //! The sender's side of `rgbf` (see the module doc for the message flow).
 
-use super::{MSG_MASKS, MSG_RECEIVER_SETUP, MSG_SENDER_SETUP, PROTOCOL, Params};
+use super::{MSG_MASKS, MSG_RECEIVER_SETUP, MSG_SENDER_SETUP, PROTOCOL, filter_params};
 use crate::hashing::bloom::BloomPairs;
 use crate::protocols::common::{CHUNK as MASK_FRAME, put_tag, shuffle_elements};
-use crate::protocols::filters::{self, CHUNK, Setup, accumulate, chunk_bits, chunk_len};
+use crate::protocols::filters::{self, CHUNK, accumulate, chunk_bits, chunk_len};
 use crate::run::Run;
 use crate::{RunOptions, SenderOutput};
-use blindjoin_core::channel::{Channel, recv_msg, send_elements, send_msg};
+use blindjoin_core::channel::{Channel, send_elements};
 use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Result};
@@ -28,10 +28,8 @@ pub fn send<C: Channel + ?Sized>(
 ) -> Result<SenderOutput> {
     let mut run = Run::start(ch, &PROTOCOL, Role::Sender, items.len(), opts, rng)?;
     let (n1, n2) = run.sizes();
-    let p = Params::new(run.session.kappa, run.session.lambda, n1, n2)?;
-    send_msg(ch, MSG_SENDER_SETUP, &p.setup())?;
-    let theirs: Setup = recv_msg(ch, MSG_RECEIVER_SETUP, 64)?;
-    theirs.check(&p.setup())?;
+    let p = filter_params(run.session.kappa, run.session.lambda, n1, n2)?;
+    p.exchange(ch, MSG_SENDER_SETUP, MSG_RECEIVER_SETUP)?;
     let hasher = filters::hasher(&run.session, "rgbf/bloom", p.k, p.m)?;
     let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
 
