@@ -22,7 +22,7 @@ bin=$dir/release/blindjoin-fuzz-afl
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(hello verdict link finish kkrt16 cm20 psz14 ecdh naive base_ot ot_ext csv lines)
+  targets=(hello verdict link finish kkrt16 cm20 psz14 gbf rgbf ecdh naive base_ot ot_ext csv lines)
 fi
 
 status=0

@@ -15,7 +15,7 @@
 //! | --- | --- | --- |
 //! | `hello` | [`handshake`](blindjoin_core::handshake::handshake) | the peer's hello frame |
 //! | `verdict` | the same | the peer's verdict frame, after a valid hello |
-//! | `kkrt16`, `cm20`, `psz14`, `ecdh`, `naive` | `Protocol::receive` or `Protocol::send` | a selector byte, then the peer's frames after a valid handshake |
+//! | `kkrt16`, `cm20`, `psz14`, `gbf`, `rgbf`, `ecdh`, `naive` | `Protocol::receive` or `Protocol::send` | a selector byte, then the peer's frames after a valid handshake |
 //! | `base_ot` | Chou-Orlandi sender or receiver (and the ideal base OT's receiver) | a selector byte, then the peer's frames |
 //! | `ot_ext` | IKNP, KOS, KK13 and KKRT in the roles that read | three selector bytes, then the peer's frames |
 //! | `csv` | `blindjoin_cli::input::read_input_from`, CSV mode | a selector byte, then the file |
@@ -37,8 +37,8 @@ pub mod seeds;
 mod targets;
 
 pub use targets::{
-    fuzz_base_ot, fuzz_cm20, fuzz_csv, fuzz_ecdh, fuzz_finish, fuzz_hello, fuzz_kkrt16, fuzz_lines,
-    fuzz_link, fuzz_naive, fuzz_ot_ext, fuzz_psz14, fuzz_verdict,
+    fuzz_base_ot, fuzz_cm20, fuzz_csv, fuzz_ecdh, fuzz_finish, fuzz_gbf, fuzz_hello, fuzz_kkrt16,
+    fuzz_lines, fuzz_link, fuzz_naive, fuzz_ot_ext, fuzz_psz14, fuzz_rgbf, fuzz_verdict,
 };
 
 /// What a target returns: `Ok` or the text of a clean error. Anything else (a panic, a hang, an
@@ -75,6 +75,14 @@ pub static TARGETS: &[Target] = &[
     Target {
         name: "psz14",
         run: fuzz_psz14,
+    },
+    Target {
+        name: "gbf",
+        run: fuzz_gbf,
+    },
+    Target {
+        name: "rgbf",
+        run: fuzz_rgbf,
     },
     Target {
         name: "ecdh",

@@ -13,7 +13,7 @@ use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender};
 use blindjoin_ot::ext::kk13::Kk13Sender;
 use blindjoin_ot::ext::kkrt::KkrtSender;
 use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
-use blindjoin_psi::protocols::{cm20, ecdh, kkrt16, naive, psz14};
+use blindjoin_psi::protocols::{cm20, ecdh, gbf, kkrt16, naive, psz14, rgbf};
 use blindjoin_psi::{Protocol, RunOptions};
 use std::fmt::Display;
 use std::path::Path;
@@ -208,6 +208,16 @@ pub fn fuzz_cm20(data: &[u8]) -> Outcome {
 /// `psz14` in either role (see [`fuzz_kkrt16`]).
 pub fn fuzz_psz14(data: &[u8]) -> Outcome {
     fuzz_protocol(&psz14::PROTOCOL, data)
+}
+
+/// `gbf` in either role (see [`fuzz_kkrt16`]).
+pub fn fuzz_gbf(data: &[u8]) -> Outcome {
+    fuzz_protocol(&gbf::PROTOCOL, data)
+}
+
+/// `rgbf` in either role (see [`fuzz_kkrt16`]).
+pub fn fuzz_rgbf(data: &[u8]) -> Outcome {
+    fuzz_protocol(&rgbf::PROTOCOL, data)
 }
 
 /// `ecdh` in either role (see [`fuzz_kkrt16`]).
