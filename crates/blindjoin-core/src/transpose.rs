@@ -166,6 +166,57 @@ pub fn transpose_128xn_with(
     out: &mut [Block],
 ) -> Result<()> {
     imp.check()?;
+    check_dims(input, row_bytes, out)?;
+    let (tiles, _) = out.as_chunks_mut::<128>();
+    if row_bytes <= SPAN {
+        // SAFETY: `imp` is available (checked above); `input` holds exactly 128 rows of
+        // `row_bytes` bytes (checked above), and `tiles` has `row_bytes / 16` tiles.
+        unsafe { tiles_from_rows(imp, input, row_bytes, tiles) };
+        return Ok(());
+    }
+    let mut buf = vec![0u8; 128 * STRIDE];
+    for (s, tiles) in tiles.chunks_mut(SPAN / 16).enumerate() {
+        // SAFETY: `imp` is available and the dimensions are consistent (checked above).
+        unsafe { span_tiles(imp, input, row_bytes, s * SPAN, tiles, &mut buf) };
+    }
+    Ok(())
+}
+
+/// [`transpose_128xn`] spread over the current rayon pool: each task transposes
+/// [`PAR_SPANS`] spans of 256 bytes per row (2,048 columns each) through its own buffer. The
+/// output is the same as [`transpose_128xn`]'s whatever the number of threads.
+pub fn transpose_128xn_par(input: &[u8], row_bytes: usize, out: &mut [Block]) -> Result<()> {
+    use rayon::prelude::*;
+    let imp = TransposeImpl::detect();
+    imp.check()?;
+    check_dims(input, row_bytes, out)?;
+    if row_bytes <= SPAN * PAR_SPANS || rayon::current_num_threads() == 1 {
+        return transpose_128xn_with(imp, input, row_bytes, out);
+    }
+    let (tiles, _) = out.as_chunks_mut::<128>();
+    tiles
+        .par_chunks_mut(PAR_SPANS * SPAN / 16)
+        .enumerate()
+        .for_each_init(
+            || vec![0u8; 128 * STRIDE],
+            |buf, (p, part)| {
+                for (s, tiles) in part.chunks_mut(SPAN / 16).enumerate() {
+                    let start = (p * PAR_SPANS + s) * SPAN;
+                    // SAFETY: `imp` is available and the dimensions are consistent (checked
+                    // above); `start` is the first byte column of these tiles.
+                    unsafe { span_tiles(imp, input, row_bytes, start, tiles, buf) };
+                }
+            },
+        );
+    Ok(())
+}
+
+/// Spans of 256 bytes per row that one task of [`transpose_128xn_par`] transposes.
+const PAR_SPANS: usize = 4;
+
+/// Checks that `input` is 128 rows of `row_bytes` bytes (a multiple of 16) and `out` has one
+/// block per column.
+fn check_dims(input: &[u8], row_bytes: usize, out: &[Block]) -> Result<()> {
     if !row_bytes.is_multiple_of(16) {
         return Err(Error::InvalidParam {
             field: "row_bytes",
@@ -192,39 +243,49 @@ pub fn transpose_128xn_with(
             ),
         });
     }
-    let (tiles, _) = out.as_chunks_mut::<128>();
-    if row_bytes <= SPAN {
-        // SAFETY: `imp` is available (checked above); `input` holds exactly 128 rows of
-        // `row_bytes` bytes (checked above), and `tiles` has `row_bytes / 16` tiles.
-        unsafe { tiles_from_rows(imp, input, row_bytes, tiles) };
-        return Ok(());
-    }
-    // Long rows: gather SPAN bytes of every row into a buffer first. Row starts `row_bytes`
-    // apart (a large power of two, typically) share one cache set, so reading 16 bytes per
-    // row per tile straight from `input` evicts each line before the next tile uses it. The
-    // buffer's rows are SPAN + 64 bytes apart, so that its own rows spread over the sets.
-    let stride = SPAN + 64;
-    let mut buf = vec![0u8; 128 * stride];
-    for (s, tiles) in tiles.chunks_mut(SPAN / 16).enumerate() {
-        let (start, width) = (s * SPAN, 16 * tiles.len());
-        for (i, dst) in buf.chunks_exact_mut(stride).enumerate() {
-            let from = i * row_bytes + start;
-            let src = &input[from..from + width];
-            match (dst.first_chunk_mut::<SPAN>(), src.first_chunk::<SPAN>()) {
-                // A whole span: a fixed-size copy that compiles to vector moves, not a call.
-                (Some(d), Some(s)) => *d = *s,
-                _ => dst[..width].copy_from_slice(src),
-            }
-            // Ask for the same row's bytes of the next pass now: 128 rows far apart defeat the
-            // hardware prefetchers, and a pass of SPAN/16 tiles hides the latency.
-            crate::cache::prefetch_span(&input[(from + SPAN).min(input.len())..], SPAN);
-        }
-        // SAFETY: `imp` is available (checked above); `buf` holds 128 rows `stride` bytes
-        // apart, of which the first `width = 16 * tiles.len() <= stride` bytes are read.
-        unsafe { tiles_from_rows(imp, &buf, stride, tiles) };
-    }
     Ok(())
 }
+
+/// Long rows: the tiles of byte columns `start..start + 16·tiles.len()` (at most one span),
+/// through `buf` (128 rows [`STRIDE`] bytes apart). SPAN bytes of every row are gathered into
+/// the buffer first: row starts `row_bytes` apart (a large power of two, typically) share one
+/// cache set, so reading 16 bytes per row per tile straight from `input` evicts each line
+/// before the next tile uses it. The buffer's rows are SPAN + 64 bytes apart, so that its own
+/// rows spread over the sets.
+///
+/// # Safety
+///
+/// `imp` must be available; `input` must be 128 rows of `row_bytes` bytes with
+/// `start + 16·tiles.len() <= row_bytes`, `tiles.len() <= SPAN / 16`, and
+/// `buf.len() == 128 * STRIDE`.
+unsafe fn span_tiles(
+    imp: TransposeImpl,
+    input: &[u8],
+    row_bytes: usize,
+    start: usize,
+    tiles: &mut [[Block; 128]],
+    buf: &mut [u8],
+) {
+    let width = 16 * tiles.len();
+    for (i, dst) in buf.chunks_exact_mut(STRIDE).enumerate() {
+        let from = i * row_bytes + start;
+        let src = &input[from..from + width];
+        match (dst.first_chunk_mut::<SPAN>(), src.first_chunk::<SPAN>()) {
+            // A whole span: a fixed-size copy that compiles to vector moves, not a call.
+            (Some(d), Some(s)) => *d = *s,
+            _ => dst[..width].copy_from_slice(src),
+        }
+        // Ask for the same row's bytes of the next pass now: 128 rows far apart defeat the
+        // hardware prefetchers, and a pass of SPAN/16 tiles hides the latency.
+        crate::cache::prefetch_span(&input[(from + SPAN).min(input.len())..], SPAN);
+    }
+    // SAFETY: `imp` is available (caller); `buf` holds 128 rows STRIDE bytes apart, of which
+    // the first `width = 16 * tiles.len() <= SPAN < STRIDE` bytes are read.
+    unsafe { tiles_from_rows(imp, buf, STRIDE, tiles) };
+}
+
+/// Distance between the rows of [`span_tiles`]'s buffer.
+const STRIDE: usize = SPAN + 64;
 
 /// Bytes of every row gathered per pass by [`transpose_128xn`] for long rows (16 tiles; the
 /// 32 KiB buffer stays in L1/L2).
@@ -664,6 +725,31 @@ mod tests {
             assert!(transpose_128xn(&input, row_bytes, &mut out).is_ok());
             assert_eq!(out, want);
         }
+    }
+
+    #[test]
+    fn transpose_128xn_par_matches_naive_on_any_pool() {
+        let mut r = StdRng::seed_from_u64(9);
+        // Shorter than one task, one task and a partial one, many tasks and a partial span.
+        for row_bytes in [16usize, 1024, 1040 + 256, 8192 + 48] {
+            let mut input = vec![0u8; 128 * row_bytes];
+            r.fill_bytes(&mut input);
+            let want = naive_128xn(&input, row_bytes);
+            for threads in [1, 2, 3] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build();
+                assert!(pool.is_ok(), "{threads} threads");
+                let Ok(pool) = pool else { return };
+                let mut out = vec![Block::ONES; row_bytes * 8];
+                let res = pool.install(|| transpose_128xn_par(&input, row_bytes, &mut out));
+                assert!(res.is_ok(), "{row_bytes} {threads}");
+                assert_eq!(out, want, "{row_bytes} {threads}");
+            }
+        }
+        let mut out = vec![Block::ZERO; 255];
+        assert!(matches!(
+            transpose_128xn_par(&[0u8; 128 * 32], 32, &mut out),
+            Err(Error::InvalidParam { field: "out", .. })
+        ));
     }
 
     #[test]

@@ -29,6 +29,10 @@ pub fn rng(seed: u64) -> ChaCha20Rng {
 
 /// Runs `a` and `b` in two threads, each with one end of an in-memory channel, and returns both
 /// results. A receive waits at most 60 s, so a protocol bug shows as an error, not a hang.
+///
+/// Called inside a rayon pool (`pool.install`), `a` runs on that pool and `b` on a pool of its
+/// own with as many threads, so that each party's parallel steps use the chosen number of
+/// threads (outside a pool both use rayon's global pool).
 pub fn run_two_party<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce(&mut MemoryChannel) -> RA + Send,
@@ -37,11 +41,24 @@ where
     RB: Send,
 {
     let (mut ca, mut cb) = memory_pair(Duration::from_secs(60));
+    // (If the pool cannot be built, `b` falls back to the global pool.)
+    let pool_b = rayon::current_thread_index().and_then(|_| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(rayon::current_num_threads())
+            .build()
+            .ok()
+    });
     std::thread::scope(|s| {
         let hb = s.spawn(move || {
-            let r = b(&mut cb);
-            drop(cb);
-            r
+            let run = move || {
+                let r = b(&mut cb);
+                drop(cb);
+                r
+            };
+            match pool_b {
+                Some(pool) => pool.install(run),
+                None => run(),
+            }
         });
         let ra = a(&mut ca);
         drop(ca);

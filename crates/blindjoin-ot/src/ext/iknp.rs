@@ -14,9 +14,10 @@ use crate::base::{BaseOtReceiver, BaseOtSender};
 use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::{BulkReader, Channel, FrameReceiver, FrameSender, send_elements};
 use blindjoin_core::prg::AesPrg;
-use blindjoin_core::transpose::transpose_128xn;
+use blindjoin_core::transpose::transpose_128xn_par;
 use blindjoin_core::{Block, Error, Result, block};
 use rand::CryptoRng;
+use rayon::prelude::*;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
 /// Name of the receiver's u columns (one frame per chunk of OTs).
@@ -115,9 +116,20 @@ impl std::fmt::Debug for IknpReceiver {
     }
 }
 
-/// Applies TCCR(first + i, ·) to every block.
-fn hash_rows(aes: &FixedKeyAes, first: u64, rows: &mut [Block]) {
-    aes.tccr_hash(first, rows);
+/// Rows hashed per rayon task (64 KiB of blocks): enough AES per task to pay for the task,
+/// and 16 tasks per chunk of OTs to share out.
+const PAR_ROWS: usize = 4096;
+
+/// Applies TCCR(first + i, · ⊕ xor) to every block, spread over the current rayon pool.
+fn hash_rows(aes: &FixedKeyAes, first: u64, xor: Block, rows: &mut [Block]) {
+    rows.par_chunks_mut(PAR_ROWS)
+        .enumerate()
+        .for_each(|(p, rows)| {
+            if xor != Block::ZERO {
+                rows.iter_mut().for_each(|r| *r ^= xor);
+            }
+            aes.tccr_hash(first + (p * PAR_ROWS) as u64, rows);
+        });
 }
 
 impl IknpSender {
@@ -172,12 +184,19 @@ impl IknpSender {
         let q = &mut self.columns;
         grow_wiping(q, KAPPA * rb);
         q.resize(KAPPA * rb, 0);
-        for (j, (qj, uj)) in q.chunks_exact_mut(rb).zip(u.chunks_exact(rb)).enumerate() {
-            self.prgs[j].fill_bytes(qj);
-            // Constant time in s: XOR u^j under an all-ones or all-zero mask.
-            let mask = 0u8.wrapping_sub(u8::from(self.s.bit(j)));
-            qj.iter_mut().zip(uj).for_each(|(a, b)| *a ^= b & mask);
-        }
+        let s = self.s;
+        // Each column comes from its own PRG: the columns are filled in parallel.
+        self.prgs
+            .par_iter_mut()
+            .zip(q.par_chunks_exact_mut(rb))
+            .zip(u.par_chunks_exact(rb))
+            .enumerate()
+            .for_each(|(j, ((prg, qj), uj))| {
+                prg.fill_bytes(qj);
+                // Constant time in s: XOR u^j under an all-ones or all-zero mask.
+                let mask = 0u8.wrapping_sub(u8::from(s.bit(j)));
+                qj.iter_mut().zip(uj).for_each(|(a, b)| *a ^= b & mask);
+            });
         transpose_rows(q, rb, dest)
     }
 
@@ -213,10 +232,7 @@ impl IknpSender {
         for (k, o) in out.chunks_mut(CHUNK).enumerate() {
             let q = &mut q[..o.len()];
             self.extend_chunk(ch, q)?;
-            for (o, q) in o.iter_mut().zip(q.iter()) {
-                *o = [*q, *q ^ s];
-            }
-            self.aes.tccr_hash_pairs(first + (k * CHUNK) as u64, o);
+            random_outputs(&self.aes, s, first + (k * CHUNK) as u64, q, o);
         }
         self.rows = std::mem::take(&mut *q);
         self.next_index += out.len() as u64;
@@ -244,20 +260,12 @@ impl IknpSender {
             check_packed_len(sel.len(), out.len())?;
         }
         let first = self.next_index;
-        let mut picked = Vec::new();
-        let mut gathered = Zeroizing::new(Vec::new());
         for (k, o) in out.chunks_mut(CHUNK).enumerate() {
             self.extend_chunk(rx, o)?;
             let base = first + (k * CHUNK) as u64;
             match select {
-                None => {
-                    o.iter_mut().for_each(|q| *q ^= self.s);
-                    self.aes.tccr_hash(base, o);
-                }
-                Some(sel) => {
-                    let sel = &sel[k * CHUNK / 8..];
-                    hash_selected(&self.aes, base, sel, self.s, o, &mut picked, &mut gathered);
-                }
+                None => hash_rows(&self.aes, base, self.s, o),
+                Some(sel) => hash_selected(&self.aes, base, &sel[k * CHUNK / 8..], self.s, o),
             }
         }
         self.next_index += out.len() as u64;
@@ -303,10 +311,10 @@ impl IknpSender {
 /// into `dest` when the chunk fills whole 128-row tiles.
 fn transpose_rows(columns: &[u8], rb: usize, dest: &mut [Block]) -> Result<()> {
     if dest.len() == rb * 8 {
-        return transpose_128xn(columns, rb, dest);
+        return transpose_128xn_par(columns, rb, dest);
     }
     let mut all = Zeroizing::new(vec![Block::ZERO; rb * 8]);
-    transpose_128xn(columns, rb, &mut all)?;
+    transpose_128xn_par(columns, rb, &mut all)?;
     let n = dest.len();
     dest.copy_from_slice(&all[..n]);
     Ok(())
@@ -324,10 +332,26 @@ fn check_packed_len(bytes: usize, len: usize) -> Result<()> {
 }
 
 /// For every row i with bit i of `select` set: `rows[i] = TCCR(first + i, rows[i] ⊕ xor)`;
-/// every other row becomes `Block::ZERO`. The selected rows are gathered into `gathered` (the
+/// every other row becomes `Block::ZERO`. Spread over the current rayon pool, [`PAR_ROWS`]
+/// rows per task (`select` has at least ⌈rows.len()/8⌉ bytes).
+fn hash_selected(aes: &FixedKeyAes, first: u64, select: &[u8], xor: Block, rows: &mut [Block]) {
+    let select = &select[..rows.len().div_ceil(8)];
+    rows.par_chunks_mut(PAR_ROWS)
+        .zip(select.par_chunks(PAR_ROWS / 8))
+        .enumerate()
+        .for_each_init(
+            || (Vec::new(), Zeroizing::new(Vec::new())),
+            |(picked, gathered), (p, (rows, select))| {
+                let first = first + (p * PAR_ROWS) as u64;
+                hash_selected_part(aes, first, select, xor, rows, picked, gathered);
+            },
+        );
+}
+
+/// [`hash_selected`] on one task's rows. The selected rows are gathered into `gathered` (the
 /// AES pipeline needs consecutive blocks), hashed under their own OT index, and put back;
-/// `picked` and `gathered` are scratch buffers the caller reuses.
-fn hash_selected(
+/// `picked` and `gathered` are scratch buffers the task reuses.
+fn hash_selected_part(
     aes: &FixedKeyAes,
     first: u64,
     select: &[u8],
@@ -370,10 +394,15 @@ pub(crate) fn random_outputs(
     q: &[Block],
     out: &mut [[Block; 2]],
 ) {
-    for (o, q) in out.iter_mut().zip(q) {
-        *o = [*q, *q ^ s];
-    }
-    aes.tccr_hash_pairs(first, out);
+    out.par_chunks_mut(PAR_ROWS / 2)
+        .zip(q.par_chunks(PAR_ROWS / 2))
+        .enumerate()
+        .for_each(|(p, (out, q))| {
+            for (o, q) in out.iter_mut().zip(q) {
+                *o = [*q, *q ^ s];
+            }
+            aes.tccr_hash_pairs(first + (p * PAR_ROWS / 2) as u64, out);
+        });
 }
 
 impl IknpReceiver {
@@ -443,8 +472,6 @@ impl IknpReceiver {
         check_packed_len(choices.len(), out.len())?;
         let first = self.next_index;
         let mut r = Zeroizing::new(Vec::new());
-        let mut picked = Vec::new();
-        let mut gathered = Zeroizing::new(Vec::new());
         for (k, dest) in out.chunks_mut(CHUNK).enumerate() {
             let rb = row_bytes(dest.len());
             let bits = &choices[k * CHUNK / 8..];
@@ -458,15 +485,7 @@ impl IknpReceiver {
             r.resize(rb, 0);
             self.extend_packed_chunk(tx, &r, dest)?;
             let base = first + (k * CHUNK) as u64;
-            hash_selected(
-                &self.aes,
-                base,
-                &r,
-                Block::ZERO,
-                dest,
-                &mut picked,
-                &mut gathered,
-            );
+            hash_selected(&self.aes, base, &r, Block::ZERO, dest);
         }
         self.next_index += out.len() as u64;
         Ok(())
@@ -498,23 +517,27 @@ impl IknpReceiver {
             grow_wiping(u, KAPPA * rb);
             t.resize(KAPPA * rb, 0);
             u.resize(KAPPA * rb, 0);
-            for (j, (tj, uj)) in t
-                .chunks_exact_mut(rb)
-                .zip(u.chunks_exact_mut(rb))
+            // Each column comes from its own pair of PRGs: the columns are filled in parallel.
+            self.prgs
+                .par_iter_mut()
+                .zip(t.par_chunks_exact_mut(rb))
+                .zip(u.par_chunks_exact_mut(rb))
                 .enumerate()
-            {
-                self.prgs[j][0].fill_bytes(tj);
-                self.prgs[j][1].fill_bytes(uj);
-                #[cfg(test)]
-                let r: &[u8] = if cheat.is_some_and(|(_, cols)| j < cols) {
-                    &r_cheat
-                } else {
-                    r
-                };
-                for ((a, b), c) in uj.iter_mut().zip(tj.iter()).zip(r.iter()) {
-                    *a ^= b ^ c;
-                }
-            }
+                .for_each(|(j, (([p0, p1], tj), uj))| {
+                    p0.fill_bytes(tj);
+                    p1.fill_bytes(uj);
+                    #[cfg(test)]
+                    let r: &[u8] = if cheat.is_some_and(|(_, cols)| j < cols) {
+                        &r_cheat
+                    } else {
+                        r
+                    };
+                    #[cfg(not(test))]
+                    let _ = j;
+                    for ((a, b), c) in uj.iter_mut().zip(tj.iter()).zip(r.iter()) {
+                        *a ^= b ^ c;
+                    }
+                });
             ch.send(MSG_U_COLUMNS, u)?;
             transpose_rows(t, rb, dest)?;
         }
@@ -530,7 +553,7 @@ impl IknpReceiver {
     ) -> Result<()> {
         check_out_len(choices.len(), out.len())?;
         let first = self.extend_into(ch, choices, out)?;
-        hash_rows(&self.aes, first, out);
+        hash_rows(&self.aes, first, Block::ZERO, out);
         Ok(())
     }
 

@@ -102,51 +102,85 @@ fn packed(bits: &[bool]) -> Vec<u8> {
 /// `send_ones` / `receive_ones` are the same OTs as `send_random` / `receive_random` from the
 /// same seeds, with only the x^1 messages computed: the sender's where selected, the
 /// receiver's where its choice is 1, zero elsewhere; at chunk boundaries and after a batch.
+/// The random OTs run on one thread per party, the `_ones` calls on three per party: the parallel
+/// column fill, transposition and hashing give the same OTs.
 #[test]
 fn iknp_ones_are_the_x1_messages_of_random_ot() {
+    let pool = |threads| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool")
+    };
+    // A pool per party: a party blocked on the channel holds its pool's threads.
+    let (one_r, one_s, three_r, three_s) = (pool(1), pool(1), pool(3), pool(3));
     for n in [1usize, 129, 65_536, 65_537, 140_000] {
         let c = choices(n, 3);
         let sel = choices(n, 4);
         let (pc, ps) = (packed(&c), packed(&sel));
         let random = run_two_party(
             |ch| {
-                let mut r =
-                    IknpReceiver::setup(&mut ChouOrlandiSender::default(), ch, &SID, &mut rng(1))
-                        .unwrap();
-                let mut out = vec![Block::ZERO; n];
-                r.receive_random(ch, &[true; 5], &mut [Block::ZERO; 5])
+                one_r.install(|| {
+                    let mut r = IknpReceiver::setup(
+                        &mut ChouOrlandiSender::default(),
+                        ch,
+                        &SID,
+                        &mut rng(1),
+                    )
                     .unwrap();
-                r.receive_random(ch, &c, &mut out).unwrap();
-                out
+                    let mut out = vec![Block::ZERO; n];
+                    r.receive_random(ch, &[true; 5], &mut [Block::ZERO; 5])
+                        .unwrap();
+                    r.receive_random(ch, &c, &mut out).unwrap();
+                    out
+                })
             },
             |ch| {
-                let mut s =
-                    IknpSender::setup(&mut ChouOrlandiReceiver::default(), ch, &SID, &mut rng(2))
-                        .unwrap();
-                let (mut first, mut out) = ([[Block::ZERO; 2]; 5], vec![[Block::ZERO; 2]; n]);
-                s.send_random(ch, &mut first).unwrap();
-                s.send_random(ch, &mut out).unwrap();
-                (first, out)
+                one_s.install(|| {
+                    let mut s = IknpSender::setup(
+                        &mut ChouOrlandiReceiver::default(),
+                        ch,
+                        &SID,
+                        &mut rng(2),
+                    )
+                    .unwrap();
+                    let (mut first, mut out) = ([[Block::ZERO; 2]; 5], vec![[Block::ZERO; 2]; n]);
+                    s.send_random(ch, &mut first).unwrap();
+                    s.send_random(ch, &mut out).unwrap();
+                    (first, out)
+                })
             },
         );
         let ones = run_two_party(
             |ch| {
-                let mut r =
-                    IknpReceiver::setup(&mut ChouOrlandiSender::default(), ch, &SID, &mut rng(1))
-                        .unwrap();
-                let mut out = vec![Block::ZERO; n];
-                r.receive_ones(ch, &[0xff], &mut [Block::ZERO; 5]).unwrap();
-                r.receive_ones(ch, &pc, &mut out).unwrap();
-                out
+                three_r.install(|| {
+                    let mut r = IknpReceiver::setup(
+                        &mut ChouOrlandiSender::default(),
+                        ch,
+                        &SID,
+                        &mut rng(1),
+                    )
+                    .unwrap();
+                    let mut out = vec![Block::ZERO; n];
+                    r.receive_ones(ch, &[0xff], &mut [Block::ZERO; 5]).unwrap();
+                    r.receive_ones(ch, &pc, &mut out).unwrap();
+                    out
+                })
             },
             |ch| {
-                let mut s =
-                    IknpSender::setup(&mut ChouOrlandiReceiver::default(), ch, &SID, &mut rng(2))
-                        .unwrap();
-                let (mut all, mut some) = (vec![Block::ZERO; 5], vec![Block::ZERO; n]);
-                s.send_ones(ch, None, &mut all).unwrap();
-                s.send_ones(ch, Some(&ps), &mut some).unwrap();
-                (all, some)
+                three_s.install(|| {
+                    let mut s = IknpSender::setup(
+                        &mut ChouOrlandiReceiver::default(),
+                        ch,
+                        &SID,
+                        &mut rng(2),
+                    )
+                    .unwrap();
+                    let (mut all, mut some) = (vec![Block::ZERO; 5], vec![Block::ZERO; n]);
+                    s.send_ones(ch, None, &mut all).unwrap();
+                    s.send_ones(ch, Some(&ps), &mut some).unwrap();
+                    (all, some)
+                })
             },
         );
         let (r_out, (s_all, s_some)) = ones;

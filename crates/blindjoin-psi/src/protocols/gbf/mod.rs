@@ -66,7 +66,8 @@
 //! thread (`common::pipelined`), at most 4 chunks ahead of what it has processed, so neither party
 //! waits for the other's socket buffer and R's queue stays bounded. `--threads` (rayon)
 //! parallelises the hashing of positions, the pairs and the accumulation over groups of
-//! elements, and the sender's GBF strings per chunk; the GBF build itself stays sequential
+//! elements, the OT extension within each chunk (column PRGs, transposition, hashing), and the
+//! sender's GBF strings per chunk; the GBF build itself stays sequential
 //! (share reuse, DCW13 §6.1, PSZ14 §4.2). One thread and several give the same result.
 //!
 //! **Deviations.**

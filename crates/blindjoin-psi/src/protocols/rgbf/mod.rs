@@ -54,7 +54,8 @@
 //! R's u columns as they arrive and
 //! sends its masks after the last chunk (a set in random order can only be sent complete), so
 //! the two streams never run at once. `--threads` (rayon) parallelises the hashing of positions,
-//! the pairs and the accumulation over groups of elements. One thread and several give the
+//! the pairs, the OT extension within each chunk (column PRGs, transposition, hashing) and the
+//! accumulation over groups of elements. One thread and several give the
 //! same result. Unlike DCW's GBF, the random GBF has no share reuse, so its construction is
 //! fully parallel (§4.3).
 //!
