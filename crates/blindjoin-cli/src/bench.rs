@@ -443,6 +443,7 @@ fn plaintext_join_seconds(recv: &[Vec<u8>], send: &[Vec<u8>], reps: usize) -> f6
 /// Runs the benchmark and prints (and optionally writes) the table.
 pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
     let threads = threads.unwrap_or(1);
+    crate::cli::check_two_party(a.protocol)?;
     if a.reps == 0 || threads == 0 {
         return Err(CliError::Usage(
             "--reps and --threads must be at least 1".into(),

@@ -290,8 +290,21 @@ pub fn parse_count(s: &str) -> Result<u64, String> {
     parse_size(s).map(|n| n as u64)
 }
 
-/// Refuses the insecure protocol unless asked for.
+/// Refuses a server-aided protocol where two parties run alone (`send`, `receive`, `demo`,
+/// `bench`).
+pub fn check_two_party(protocol: &'static Protocol) -> CliResult<()> {
+    if !protocol.is_two_party() {
+        return Err(CliError::Usage(format!(
+            "protocol `{protocol}` is server-aided (n clients and a server); `send`, `receive`, \
+             `demo` and `bench` run the two-party protocols"
+        )));
+    }
+    Ok(())
+}
+
+/// Refuses the insecure protocol unless asked for, and a server-aided one.
 pub fn check_insecure(protocol: &'static Protocol, insecure: bool) -> CliResult<()> {
+    check_two_party(protocol)?;
     if protocol.is_insecure() && !insecure {
         return Err(CliError::Usage(format!(
             "protocol `{protocol}` is insecure (the receiver can test guesses against the \

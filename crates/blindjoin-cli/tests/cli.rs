@@ -284,8 +284,13 @@ fn protocols_json_lists_the_registry() {
         for (k, v) in (p.params)(&blindjoin_psi::RunOptions::default()) {
             assert_eq!(j["params"][&k], v.as_str(), "{p} {k}");
         }
-        assert_eq!(j["roles"][0]["party"], "receiver");
-        assert_eq!(j["roles"][1]["party"], "sender");
+        let roles = if p.is_two_party() {
+            ["receiver", "sender"]
+        } else {
+            ["client", "server"]
+        };
+        assert_eq!(j["roles"][0]["party"], roles[0], "{p}");
+        assert_eq!(j["roles"][1]["party"], roles[1], "{p}");
     }
     let models: Vec<&str> = json
         .iter()
@@ -326,9 +331,13 @@ fn every_registered_protocol_writes_the_exact_rows() {
     ];
     let names: Vec<String> = registry_json()
         .iter()
+        .filter(|j| j["roles"][0]["party"] == "receiver")
         .map(|j| j["name"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(names.len(), blindjoin_psi::protocols::ALL.len());
+    let two_party = blindjoin_psi::protocols::ALL
+        .iter()
+        .filter(|p| p.is_two_party());
+    assert_eq!(names.len(), two_party.count());
     for name in &names {
         let _ = std::fs::remove_file(&out);
         let json = dir.path().join(format!("{name}.json"));
@@ -578,6 +587,22 @@ fn demo_verifies_itself() {
     );
     let refused = run(&["demo", "--size", "10", "--protocol", "naive"]);
     assert_one_line_error(&refused, &["insecure"]);
+    // A server-aided protocol is refused by the two-party commands, before any work.
+    for cmd in [
+        &["demo", "--size", "10", "--protocol", "kmrs_semi"][..],
+        &["bench", "--sizes", "10", "--protocol", "kmrs_semi"],
+        &[
+            "send",
+            "--connect",
+            "127.0.0.1:9",
+            "--input",
+            "nowhere.csv",
+            "--protocol",
+            "kmrs_semi",
+        ],
+    ] {
+        assert_one_line_error(&run(cmd), &["`kmrs_semi` is server-aided"]);
+    }
     assert!(
         run(&["demo", "--size", "10", "--protocol", "naive", "--insecure"])
             .status
@@ -1126,7 +1151,10 @@ fn a_peer_that_claims_2_30_keys_and_sends_nothing_costs_no_memory() {
     use blindjoin_core::transport::{LinkConfig, connect};
     let dir = tempfile::tempdir().unwrap();
     let (_, b) = generate(dir.path(), "1000", "1000", "10", "3");
-    for p in blindjoin_psi::protocols::ALL {
+    for p in blindjoin_psi::protocols::ALL
+        .iter()
+        .filter(|p| p.is_two_party())
+    {
         let (mut child, addr, mut err) = {
             let mut args = vec![
                 "send",

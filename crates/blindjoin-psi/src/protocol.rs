@@ -7,6 +7,7 @@
 //! there. Adding a protocol is its directory (whose `mod.rs` defines `pub static PROTOCOL:
 //! Protocol`) plus one line in the registry.
 
+use crate::protocols::server_aided::client::{AidedLinks, ClientOutput};
 use crate::{ReceiverOutput, RunOptions, SenderOutput};
 use blindjoin_core::channel::Channel;
 use blindjoin_core::item::Item;
@@ -186,6 +187,10 @@ pub type ReceiveFn =
 pub type SendFn =
     fn(&mut dyn Channel, &[Item], &RunOptions, &mut dyn CryptoRng) -> Result<SenderOutput>;
 
+/// A server-aided client: `(links, items, options, rng)`.
+pub type ClientFn =
+    fn(&mut AidedLinks<'_>, &[Item], &RunOptions, &mut dyn CryptoRng) -> Result<ClientOutput>;
+
 /// How a protocol's roles are run.
 #[derive(Clone, Copy)]
 #[non_exhaustive]
@@ -196,6 +201,12 @@ pub enum Entry {
         receive: ReceiveFn,
         /// Runs the sender.
         send: SendFn,
+    },
+    /// n clients, each with a link to the server and to the other clients; the server is
+    /// `protocols::server_aided::server`, common to these protocols.
+    ServerAided {
+        /// Runs a client.
+        client: ClientFn,
     },
 }
 
@@ -332,6 +343,7 @@ impl Protocol {
     ) -> Result<ReceiverOutput> {
         match self.entry {
             Entry::TwoParty { receive, .. } => receive(ch, items, opts, rng),
+            Entry::ServerAided { .. } => Err(self.not_two_party()),
         }
     }
 
@@ -345,6 +357,38 @@ impl Protocol {
     ) -> Result<SenderOutput> {
         match self.entry {
             Entry::TwoParty { send, .. } => send(ch, items, opts, rng),
+            Entry::ServerAided { .. } => Err(self.not_two_party()),
+        }
+    }
+
+    /// Runs a client of a server-aided protocol with `items` (distinct) on `links`.
+    pub fn client(
+        &self,
+        links: &mut AidedLinks<'_>,
+        items: &[Item],
+        opts: &RunOptions,
+        rng: &mut dyn CryptoRng,
+    ) -> Result<ClientOutput> {
+        match self.entry {
+            Entry::ServerAided { client } => client(links, items, opts, rng),
+            Entry::TwoParty { .. } => Err(Error::InvalidParam {
+                field: "protocol",
+                reason: format!(
+                    "{} is a two-party protocol: run it with `send` and `receive`",
+                    self.name
+                ),
+            }),
+        }
+    }
+
+    fn not_two_party(&self) -> Error {
+        Error::InvalidParam {
+            field: "protocol",
+            reason: format!(
+                "{} is server-aided: run its clients with `blindjoin aided` and a `blindjoin \
+                 server`",
+                self.name
+            ),
         }
     }
 }

@@ -228,7 +228,7 @@ fn check_silent(p: &'static Protocol, role: Role) {
 
 #[test]
 fn every_protocol_survives_a_silent_peer_claiming_2_30_items() {
-    for p in ALL {
+    for p in ALL.iter().filter(|p| p.is_two_party()) {
         for role in [Role::Receiver, Role::Sender] {
             check_silent(p, role);
         }

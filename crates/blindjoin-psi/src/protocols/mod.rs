@@ -4,12 +4,14 @@
 //! `pub static PROTOCOL: Protocol`, plus its name in the `registry!` list below.
 
 /// Declares each protocol module and lists its descriptor in [`ALL`], in the given order.
+/// Server-aided protocols, which share one directory, follow after `;`.
 macro_rules! registry {
-    ($($name:ident),* $(,)?) => {
+    ($($name:ident),* ; $($aided:ident),* $(,)?) => {
         $(pub mod $name;)*
 
         /// Every protocol, in the order the CLI lists them.
-        pub static ALL: &[&crate::protocol::Protocol] = &[$(&$name::PROTOCOL),*];
+        pub static ALL: &[&crate::protocol::Protocol] =
+            &[$(&$name::PROTOCOL,)* $(&server_aided::$aided::PROTOCOL),*];
     };
 }
 
@@ -20,8 +22,11 @@ registry! {
     rgbf,
     gbf,
     ecdh,
-    naive,
+    naive;
+    semi,
 }
+
+pub mod server_aided;
 
 pub(crate) mod common;
 pub(crate) mod filters;

@@ -12,3 +12,4 @@ mod naive;
 mod psz14;
 mod registry;
 mod rgbf;
+mod server_aided;

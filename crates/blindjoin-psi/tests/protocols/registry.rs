@@ -11,7 +11,7 @@ use blindjoin_core::handshake::MSG_HELLO;
 use blindjoin_core::item::items_from_records;
 use blindjoin_ot::base;
 use blindjoin_psi::protocol::{Count, Sizes};
-use blindjoin_psi::{Party, RunOptions, protocols};
+use blindjoin_psi::{Party, Protocol, RunOptions, protocols};
 use blindjoin_testkit::{Attack, Target, rng, run_two_party, sets_with_overlap};
 use std::collections::HashSet;
 
@@ -24,17 +24,20 @@ fn descriptors_are_consistent() {
         "protocol names are unique"
     );
     for p in protocols::ALL {
-        assert!(p.is_two_party(), "{p}");
         assert!(!p.summary.is_empty() && !p.assumptions.is_empty(), "{p}");
         assert!(!p.references.is_empty(), "{p}");
         assert!(p.kappa.contains(&128), "{p}: κ = 128 is the default");
         assert!(p.flights >= 3, "{p}: the handshake alone is two flights");
         let parties: Vec<(Party, Count)> = p.roles.iter().map(|r| (r.party, r.count)).collect();
-        assert_eq!(
-            parties,
-            [(Party::Receiver, Count::One), (Party::Sender, Count::One)],
-            "{p}"
-        );
+        let expected = if p.is_two_party() {
+            [(Party::Receiver, Count::One), (Party::Sender, Count::One)]
+        } else {
+            [
+                (Party::Client, Count::AtLeast(2)),
+                (Party::Server, Count::One),
+            ]
+        };
+        assert_eq!(parties, expected, "{p}");
         // Message names are unique within a flow and never the handshake's.
         let flow: HashSet<&str> = p.flow.iter().map(|m| m.name).collect();
         assert_eq!(flow.len(), p.flow.len(), "{p}");
@@ -63,7 +66,7 @@ const TRAFFIC_CASES: [(usize, usize, usize); 5] = [
 
 #[test]
 fn traffic_formulas_match_real_runs_message_by_message() {
-    for p in protocols::ALL {
+    for p in two_party() {
         for (i, case) in TRAFFIC_CASES.into_iter().enumerate() {
             let real_base_ot = case.0 == 300;
             let opts = if real_base_ot { real() } else { fast() };
@@ -74,7 +77,7 @@ fn traffic_formulas_match_real_runs_message_by_message() {
 
 #[test]
 fn traffic_formulas_refuse_what_the_protocols_refuse() {
-    for p in protocols::ALL {
+    for p in two_party() {
         let ok = (p.traffic)(&Sizes::new(1 << 20, 1 << 20)).unwrap();
         assert!(ok.iter().all(|(_, b)| *b > 0), "{p}: {ok:?}");
         // λ beyond 16-byte tags at the largest sizes.
@@ -90,7 +93,7 @@ fn traffic_formulas_refuse_what_the_protocols_refuse() {
 /// by the party that sends it; `check` sees the receiving party's error. Runs with the real
 /// base OT when the message is the base OT's, with the ideal one otherwise.
 fn every_message(attack: Attack, check: impl Fn(&str, &Error)) {
-    for p in protocols::ALL {
+    for p in two_party() {
         for m in p.flow {
             let base_ot = [base::MSG_SENDER_POINT, base::MSG_RECEIVER_POINTS].contains(&m.name);
             let opts = if base_ot { real() } else { fast() };
@@ -160,7 +163,7 @@ fn protocol_mismatch_names_the_field_on_both_sides() {
 
 #[test]
 fn lambda_mismatch_and_size_expectations_are_refused() {
-    for p in protocols::ALL {
+    for p in two_party() {
         let (r, s, _) = small_sets();
         let o = RunOptions::default();
         let lam = RunOptions {
@@ -202,7 +205,7 @@ fn lambda_mismatch_and_size_expectations_are_refused() {
 fn both_receivers_is_a_role_mismatch() {
     let (r, s, _) = small_sets();
     let o = RunOptions::default();
-    for p in protocols::ALL {
+    for p in two_party() {
         let (a, b) = run_two_party(
             |ch| p.receive(ch, &r, &o, &mut rng(1)),
             |ch| p.receive(ch, &s, &o, &mut rng(2)),
@@ -215,7 +218,7 @@ fn both_receivers_is_a_role_mismatch() {
 #[test]
 fn lowered_or_unsupported_security_is_refused_before_connecting() {
     let (r, _, _) = small_sets();
-    for p in protocols::ALL {
+    for p in two_party() {
         // A κ the protocol does not offer (80 for most; none offers 64).
         let unsupported = if p.kappa.contains(&80) { 64 } else { 80 };
         for (kappa, lambda, allow_weak, field) in [
@@ -257,7 +260,7 @@ fn weak_lambda_runs_when_allowed() {
         allow_weak: true,
         ..RunOptions::default()
     };
-    for p in protocols::ALL {
+    for p in two_party() {
         let (ro, so) = common::run(p, &ri, &si, &weak, &weak);
         so.unwrap();
         let ro = ro.unwrap();
@@ -268,7 +271,7 @@ fn weak_lambda_runs_when_allowed() {
 
 #[test]
 fn garbage_hello_is_refused() {
-    for p in protocols::ALL {
+    for p in two_party() {
         let hello = Target::first(MSG_HELLO);
         let sender = |attack| {
             common::attacked(p, Party::Sender, hello, attack, &fast())
@@ -285,4 +288,10 @@ fn garbage_hello_is_refused() {
             Some("wire_version")
         );
     }
+}
+
+/// The registered two-party protocols (the server-aided ones have their own tests:
+/// `server_aided.rs`).
+fn two_party() -> impl Iterator<Item = &'static &'static Protocol> {
+    protocols::ALL.iter().filter(|p| p.is_two_party())
 }

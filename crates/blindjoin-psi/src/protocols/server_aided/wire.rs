@@ -1,0 +1,164 @@
+//! The messages between a client and the server, and between the clients (for the key).
+//!
+//! Client and server (after the link hello of `blindjoin_core::transport`):
+//!
+//! ```text
+//! client                                            server
+//!   submit hello {version, protocol, run, party i, parties n,
+//!                 label length ℓ, label count, parameters}   ──▶  checks, joins run `run`
+//!                                         ◀──  status: Accepted | Refused(reason)
+//!   labels, ascending, in frames of ≤ 2^16            ──▶  checks the order, stores them
+//!                                         ◀──  status: Waiting {joined} every 5 s, until
+//!                                              all n parties have sent their labels
+//!                                         ◀──  status: Result {matches} | Refused(reason)
+//!                                         ◀──  bit vector: bit k (byte k/8, bit k%8) = label k
+//!                                              is in every party's set; frames of ≤ 2^19 B
+//!   received                                          ──▶  forgets this party's part
+//! ```
+//!
+//! Between the clients (a direct link, TLS between organisations, before the server):
+//! P1 listens, every P_i (2 ≤ i ≤ n) connects; the handshake of `blindjoin_core::handshake`
+//! with P1 as its sender and P_i as its receiver (protocol, set sizes, κ, λ, parameters incl.
+//! n and the run id), then P_i → P1: its party index; P1 → P_i: the key K and all n set sizes.
+
+use blindjoin_core::channel::{FrameReceiver, FrameSender, recv_msg, send_msg};
+use blindjoin_core::{Error, Result};
+use serde::{Deserialize, Serialize};
+
+/// Version of the client-server messages.
+pub const WIRE_VERSION: u32 = 1;
+
+/// Name of the client's submit hello.
+pub const MSG_SUBMIT: &str = "the client's submit hello";
+/// Name of the server's status messages.
+pub const MSG_STATUS: &str = "the server's status";
+/// Name of the client's labels.
+pub const MSG_LABELS: &str = "the client's labels";
+/// Name of the server's bit vector.
+pub const MSG_BITS: &str = "the server's bit vector";
+/// Name of the client's receipt.
+pub const MSG_RECEIVED: &str = "the client's receipt";
+/// Name of a client's party index (P_i → P1).
+pub const MSG_PARTY: &str = "the client's party index";
+/// Name of the key and the set sizes (P1 → P_i).
+pub const MSG_KEY: &str = "the run key and set sizes";
+
+/// Labels per frame of [`MSG_LABELS`].
+pub const LABELS_PER_FRAME: usize = 1 << 16;
+/// Bytes per frame of [`MSG_BITS`].
+pub const BITS_PER_FRAME: usize = 1 << 19;
+/// The most parties a run may have.
+pub const MAX_PARTIES: u32 = 64;
+/// The longest run id, in bytes.
+pub const MAX_RUN_ID: usize = 128;
+/// The largest submit hello, in bytes.
+pub const MAX_SUBMIT_LEN: usize = 4096;
+
+/// The client's first message to the server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Submit {
+    /// [`WIRE_VERSION`].
+    pub version: u32,
+    /// The protocol's name.
+    pub protocol: String,
+    /// The run id the clients chose.
+    pub run: String,
+    /// This client's party index, 1-based.
+    pub party: u32,
+    /// The number of clients n.
+    pub parties: u32,
+    /// Bytes per label.
+    pub label_len: u32,
+    /// How many labels this client sends.
+    pub count: u64,
+    /// The protocol's parameters (every client of a run must give the same).
+    pub params: Vec<(String, String)>,
+}
+
+/// What the server tells a client.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Status {
+    /// The run accepted this client; it may send its labels.
+    Accepted,
+    /// The run is waiting for its other parties (`joined` have sent their labels).
+    Waiting {
+        /// Parties whose labels are in.
+        joined: u32,
+    },
+    /// The result follows: `matches` of this client's labels are in every set.
+    Result {
+        /// Set bits in the bit vector that follows.
+        matches: u64,
+    },
+    /// The run cannot go on, and why.
+    Refused(String),
+}
+
+/// The key P1 sends to the other clients, with every client's set size.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct KeyMsg {
+    /// The PRF key K.
+    pub key: [u8; 16],
+    /// The set sizes of parties 1..=n.
+    pub sizes: Vec<u64>,
+}
+
+impl Drop for KeyMsg {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.key);
+    }
+}
+
+/// Checks a submit hello's own fields (not against a run): version, run id, party, label
+/// length and `max_count`; returns the refusal reason.
+pub fn check_submit(s: &Submit, max_count: u64) -> std::result::Result<(), String> {
+    if s.version != WIRE_VERSION {
+        return Err(format!(
+            "wire version {} is not this server's {WIRE_VERSION}",
+            s.version
+        ));
+    }
+    if s.run.is_empty() || s.run.len() > MAX_RUN_ID || !s.run.bytes().all(|b| b.is_ascii_graphic())
+    {
+        return Err(format!(
+            "the run id must be 1 to {MAX_RUN_ID} printable ASCII characters without spaces"
+        ));
+    }
+    if !(2..=MAX_PARTIES).contains(&s.parties) {
+        return Err(format!(
+            "parties = {}: a run has 2 to {MAX_PARTIES} clients",
+            s.parties
+        ));
+    }
+    if !(1..=s.parties).contains(&s.party) {
+        return Err(format!("party {} of {}", s.party, s.parties));
+    }
+    if !(1..=16).contains(&s.label_len) {
+        return Err(format!("label length {} bytes", s.label_len));
+    }
+    if s.count > max_count {
+        return Err(format!(
+            "{} labels, more than this server's limit of {max_count}",
+            s.count
+        ));
+    }
+    Ok(())
+}
+
+/// Sends a status message.
+pub fn send_status(tx: &mut (impl FrameSender + ?Sized), s: &Status) -> Result<()> {
+    send_msg(tx, MSG_STATUS, s)
+}
+
+/// Receives a status message (at most 1 KiB: a refusal's reason is short).
+pub fn recv_status(rx: &mut (impl FrameReceiver + ?Sized)) -> Result<Status> {
+    recv_msg(rx, MSG_STATUS, 1024)
+}
+
+/// The error a client reports for the server's refusal.
+pub fn refused(reason: &str) -> Error {
+    Error::PeerRefused(format!(
+        "the server: {}",
+        blindjoin_core::error::peer_text(reason)
+    ))
+}
