@@ -236,6 +236,16 @@ fn submit(run: &str, party: u32, count: u64) -> Submit {
     }
 }
 
+/// The refusal a waiting client receives after its keep-alives.
+fn refusal_after_waiting(c: &mut MemoryChannel) -> String {
+    loop {
+        match recv_status(c).unwrap() {
+            Status::Waiting { .. } => {}
+            other => return refusal(other),
+        }
+    }
+}
+
 fn refusal(st: Status) -> String {
     match st {
         Status::Refused(why) => why,
@@ -328,12 +338,7 @@ fn labels_out_of_order_fail_the_run_for_everyone() {
     )
     .unwrap();
     h2.join().unwrap();
-    let why = loop {
-        match recv_status(&mut c1).unwrap() {
-            Status::Waiting { .. } => {}
-            other => break refusal(other),
-        }
-    };
+    let why = refusal_after_waiting(&mut c1);
     assert!(why.contains("party 2 did not deliver its labels"), "{why}");
     assert!(why.contains("strictly ascending"), "{why}");
     assert!(matches!(
@@ -388,12 +393,7 @@ fn a_client_that_disconnects_ends_the_run_with_a_clear_error() {
     assert_eq!(st, Status::Accepted);
     drop(c2);
     h2.join().unwrap();
-    let why = loop {
-        match recv_status(&mut c1).unwrap() {
-            Status::Waiting { .. } => {}
-            other => break refusal(other),
-        }
-    };
+    let why = refusal_after_waiting(&mut c1);
     assert!(why.contains("party 2 did not deliver its labels"), "{why}");
     assert!(why.contains("closed the connection"), "{why}");
     h1.join().unwrap();
