@@ -23,7 +23,7 @@ registry! {
     gbf,
     ecdh,
     naive;
-    semi,
+    kmrs_semi,
 }
 
 pub mod server_aided;

@@ -13,14 +13,14 @@ use blindjoin_psi::protocols::server_aided::store::MemoryStore;
 use blindjoin_psi::protocols::server_aided::wire::{
     MSG_LABELS, MSG_SUBMIT, Status, Submit, WIRE_VERSION, recv_status,
 };
-use blindjoin_psi::protocols::server_aided::{labels, semi};
+use blindjoin_psi::protocols::server_aided::{kmrs_semi, labels};
 use blindjoin_psi::{Protocol, RunOptions};
 use blindjoin_testkit::{oracle, rng, sets_with_overlap};
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-const P: &Protocol = &semi::PROTOCOL;
+const P: &Protocol = &kmrs_semi::PROTOCOL;
 
 type Records = Vec<Vec<u8>>;
 
@@ -226,7 +226,7 @@ fn raw_submit(
 fn submit(run: &str, party: u32, count: u64) -> Submit {
     Submit {
         version: WIRE_VERSION,
-        protocol: semi::NAME.to_owned(),
+        protocol: kmrs_semi::NAME.to_owned(),
         run: run.to_owned(),
         party,
         parties: 2,

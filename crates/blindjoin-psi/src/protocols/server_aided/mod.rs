@@ -39,8 +39,8 @@
 //!    any record length is covered), as the paper's PRP; labels truncated to ℓ bits.
 
 pub mod client;
+pub mod kmrs_semi;
 pub mod labels;
-pub mod semi;
 pub mod server;
 pub mod store;
 pub mod wire;
