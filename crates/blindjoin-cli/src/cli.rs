@@ -5,7 +5,7 @@ use crate::input::Format;
 use crate::link::NetOpts;
 use crate::normalize::Normalize;
 use crate::output::{OutputColumns, OutputSpec};
-use crate::{bench, bench_ot, demo, keygen, party, synth};
+use crate::{aided, bench, bench_ot, demo, keygen, party, serve, synth};
 use blindjoin_psi::{Protocol, protocols};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -103,6 +103,13 @@ enum Command {
     BenchOtParty(bench_ot::OtPartyArgs),
     /// List the protocols: what each does, its security model, parties and paper.
     Protocols(ProtocolsArgs),
+    /// Be one client of a server-aided run: with the other clients and a `blindjoin server`,
+    /// learn which of your rows every client has.
+    #[command(after_help = protocols_help())]
+    Aided(Box<aided::AidedArgs>),
+    /// Be the untrusted server of server-aided runs: intersect the clients' labels, learning
+    /// only set sizes and the intersection's size.
+    Server(serve::ServerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -113,12 +120,9 @@ struct ProtocolsArgs {
     json: bool,
 }
 
-/// Options both `send` and `receive` take.
+/// Where a party's keys come from and how they are normalised (`send`, `receive`, `aided`).
 #[derive(Debug, Args)]
-pub struct PartyOpts {
-    /// Where the peer is, how it is authenticated, and the run's time limits.
-    #[command(flatten)]
-    pub net: NetOpts,
+pub struct KeyOpts {
     /// Input file: CSV with a header (with --column), Parquet (`.parquet`, `.pq`), or one key
     /// per line.
     #[arg(long, short)]
@@ -132,28 +136,73 @@ pub struct PartyOpts {
     /// with --column, lines without].
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// No progress bars.
-    #[arg(long, short)]
-    pub quiet: bool,
     /// Normalise keys before matching (both parties must choose the same).
     #[arg(long, value_enum, default_value = "none")]
     pub normalize: Normalize,
     /// Country calling code for phone numbers written without one (e.g. 44); --normalize phone.
     #[arg(long, value_name = "DIGITS")]
     pub country_code: Option<String>,
+}
+
+/// The statistical security parameter (`send`, `receive`, `aided`).
+#[derive(Debug, Args)]
+pub struct LambdaOpts {
+    /// Statistical security parameter λ in bits.
+    #[arg(long, default_value_t = 40)]
+    pub lambda: u32,
+    /// Allow λ below 40 (weaker statistical security than the default; every party must agree
+    /// on λ anyway).
+    #[arg(long)]
+    pub allow_weak: bool,
+}
+
+/// Where the matched rows go (`receive`, `aided`).
+#[derive(Debug, Args)]
+pub struct OutputOpts {
+    /// Write the matched rows of the input here (header kept); nothing is written on failure.
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// The output's format [default: by extension (.csv, .parquet, .pq); otherwise the
+    /// input's, CSV for a Parquet input].
+    #[arg(long, value_enum)]
+    pub output_format: Option<Format>,
+    /// Which columns of the matched rows to write: all, only the key column(s) as written, or
+    /// only the row's index in the input (`row`, from 0).
+    #[arg(long, value_enum, default_value = "all")]
+    pub output_columns: OutputColumns,
+}
+
+impl OutputOpts {
+    /// How the rows are written.
+    pub fn spec(&self) -> OutputSpec {
+        OutputSpec {
+            format: self.output_format,
+            columns: self.output_columns,
+        }
+    }
+}
+
+/// Options both `send` and `receive` take.
+#[derive(Debug, Args)]
+pub struct PartyOpts {
+    /// Where the peer is, how it is authenticated, and the run's time limits.
+    #[command(flatten)]
+    pub net: NetOpts,
+    /// The input and its keys.
+    #[command(flatten)]
+    pub keys: KeyOpts,
     /// The protocol (both parties must choose the same).
     #[arg(long, short, default_value = "ecdh")]
     pub protocol: &'static Protocol,
     /// Allow the insecure naive-hashing protocol outside benchmarks.
     #[arg(long)]
     pub insecure: bool,
-    /// Statistical security parameter λ in bits.
-    #[arg(long, default_value_t = 40)]
-    pub lambda: u32,
-    /// Allow λ below 40 (weaker statistical security than the default; both parties must agree
-    /// on λ anyway).
-    #[arg(long)]
-    pub allow_weak: bool,
+    /// λ.
+    #[command(flatten)]
+    pub lambda: LambdaOpts,
+    /// No progress bars.
+    #[arg(long, short)]
+    pub quiet: bool,
     /// Refuse to run unless the peer has exactly this many distinct keys.
     #[arg(long, value_name = "N", value_parser = parse_count)]
     pub expect_peer_size: Option<u64>,
@@ -174,17 +223,8 @@ pub struct PartyOpts {
 struct ReceiveArgs {
     #[command(flatten)]
     party: PartyOpts,
-    /// Write the matched rows of the input here (header kept); nothing is written on failure.
-    #[arg(long, short)]
-    output: Option<PathBuf>,
-    /// The output's format [default: by extension (.csv, .parquet, .pq); otherwise the
-    /// input's, CSV for a Parquet input].
-    #[arg(long, value_enum)]
-    output_format: Option<Format>,
-    /// Which columns of the matched rows to write: all, only the key column(s) as written, or
-    /// only the row's index in the input (`row`, from 0).
-    #[arg(long, value_enum, default_value = "all")]
-    output_columns: OutputColumns,
+    #[command(flatten)]
+    output: OutputOpts,
 }
 
 #[derive(Debug, Args)]
@@ -341,14 +381,12 @@ fn dispatch(command: Command, threads: Option<usize>) -> CliResult<()> {
         }
         Command::Receive(a) => {
             check_insecure(a.party.protocol, a.party.insecure)?;
-            let spec = OutputSpec {
-                format: a.output_format,
-                columns: a.output_columns,
-            };
             party::run_cli(
                 &a.party,
-                party::CliRole::Receiver { output: a.output },
-                spec,
+                party::CliRole::Receiver {
+                    output: a.output.output.clone(),
+                },
+                a.output.spec(),
             )
         }
         Command::Send(a) => {
@@ -377,6 +415,8 @@ fn dispatch(command: Command, threads: Option<usize>) -> CliResult<()> {
             Ok(())
         }
         Command::Keygen(a) => keygen::run(&a),
+        Command::Aided(a) => aided::run(&a),
+        Command::Server(a) => serve::run(&a),
         Command::Bench(a) => bench::run(&a, threads),
         Command::BenchParty(a) => bench::run_party(&a),
         Command::BenchOt(a) => bench_ot::run(&a, threads),

@@ -2,6 +2,7 @@
 //! runs on files, output, reports and benchmarks. The binary (`src/main.rs`) parses the command
 //! line and calls [`cli::run`]; the fuzz targets and tests reach the readers through here.
 
+pub mod aided;
 pub mod bench;
 pub mod bench_ot;
 pub mod cli;
@@ -16,4 +17,5 @@ pub mod output;
 pub mod party;
 pub mod progress;
 pub mod report;
+pub mod serve;
 pub mod synth;

@@ -7,7 +7,7 @@ use blindjoin_core::channel::tls::{self, Fingerprint, Identity, PeerCheck, TlsCo
 use blindjoin_core::transport::{self, Link, LinkConfig};
 use clap::Args;
 use std::net::{IpAddr, TcpListener, ToSocketAddrs};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Parses durations written `500ms`, `30s`, `10m`, `2h` or `1d` (a bare number is seconds).
@@ -118,21 +118,54 @@ impl NetOpts {
     /// before any input is read.
     pub fn link_config(&self) -> CliResult<LinkConfig> {
         let limits = Limits::new(self.deadline, self.idle_timeout);
-        let any_tls = self.tls_cert.is_some()
-            || self.peer_cert.is_some()
-            || self.peer_fingerprint.is_some()
-            || self.peer_ca.is_some();
+        let peer = match (&self.peer_fingerprint, &self.peer_cert, &self.peer_ca) {
+            (Some(f), _, _) => Some(PeerCheck::Pinned(*f)),
+            (_, Some(p), _) => Some(PeerCheck::Pinned(Fingerprint::of(&tls::load_cert(p)?))),
+            (_, _, Some(ca)) => Some(PeerCheck::Ca(tls::load_certs(ca)?)),
+            _ => None,
+        };
+        let addr = self
+            .listen
+            .as_deref()
+            .or(self.connect.as_deref())
+            .unwrap_or("");
+        let identity = (self.tls_cert.as_deref(), self.tls_key.as_deref());
+        let tls = TlsChoice {
+            identity,
+            peer,
+            plaintext: self.plaintext,
+            peer_flags: "--peer-fingerprint (from the peer's `blindjoin keygen`), --peer-cert or \
+                         --peer-ca",
+        };
+        tls.config(addr, limits)
+    }
+}
+
+/// What a connection's TLS options say: our identity files, the peer check, `--plaintext`.
+pub struct TlsChoice<'a> {
+    /// `--tls-cert` and `--tls-key`.
+    pub identity: (Option<&'a Path>, Option<&'a Path>),
+    /// The peer check, if one was given.
+    pub peer: Option<PeerCheck>,
+    /// `--plaintext`.
+    pub plaintext: bool,
+    /// The options that name the peer, for the error when none was given.
+    pub peer_flags: &'static str,
+}
+
+impl TlsChoice<'_> {
+    /// The link configuration for a connection at `addr` (where we listen or connect): TLS if
+    /// any TLS option is given (then all that TLS needs must be), plain TCP on loopback or with
+    /// `--plaintext`; anything else is refused.
+    pub fn config(self, addr: &str, limits: Limits) -> CliResult<LinkConfig> {
+        let any_tls = self.identity.0.is_some() || self.peer.is_some();
         if !any_tls {
-            let addr = self
-                .listen
-                .as_deref()
-                .or(self.connect.as_deref())
-                .unwrap_or("");
             if !self.plaintext && !is_loopback(addr) {
                 return Err(CliError::Usage(format!(
                     "{addr} is not a loopback address, so the connection needs TLS: give \
-                     --tls-cert and --tls-key (make them with `blindjoin keygen`) and the peer's \
-                     --peer-fingerprint or --peer-cert; or --plaintext to send in the clear"
+                     --tls-cert and --tls-key (make them with `blindjoin keygen`) and {}; or \
+                     --plaintext to send in the clear",
+                    self.peer_flags
                 )));
             }
             if self.plaintext && !is_loopback(addr) {
@@ -144,24 +177,18 @@ impl NetOpts {
             }
             return Ok(LinkConfig::plain(limits));
         }
-        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+        let (Some(cert), Some(key)) = self.identity else {
             return Err(CliError::Usage(
                 "TLS needs our certificate and key: give --tls-cert and --tls-key (make them \
                  with `blindjoin keygen`)"
                     .into(),
             ));
         };
-        let peer = match (&self.peer_fingerprint, &self.peer_cert, &self.peer_ca) {
-            (Some(f), _, _) => PeerCheck::Pinned(*f),
-            (_, Some(p), _) => PeerCheck::Pinned(Fingerprint::of(&tls::load_cert(p)?)),
-            (_, _, Some(ca)) => PeerCheck::Ca(tls::load_certs(ca)?),
-            _ => {
-                return Err(CliError::Usage(
-                    "TLS needs the peer to accept: give --peer-fingerprint (from the peer's \
-                     `blindjoin keygen`), --peer-cert or --peer-ca"
-                        .into(),
-                ));
-            }
+        let Some(peer) = self.peer else {
+            return Err(CliError::Usage(format!(
+                "TLS needs the peer to accept: give {}",
+                self.peer_flags
+            )));
         };
         let id = Identity::load(cert, key)?;
         Ok(LinkConfig::tls(TlsConfig::new(&id, &peer)?, limits))

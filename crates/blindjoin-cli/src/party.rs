@@ -4,7 +4,7 @@
 //! [`run_party`] is the run on keys from anywhere (the Python package calls it with Arrow
 //! data); [`run_file_party`] is the run on a file, as `send` and `receive` do it.
 
-use crate::cli::PartyOpts;
+use crate::cli::{KeyOpts, LambdaOpts, PartyOpts};
 use crate::error::{CliError, CliResult};
 use crate::input::{Format, Input, InputSpec, read_input};
 use crate::keyed::Keyed;
@@ -375,30 +375,18 @@ fn lap(phases: &mut Vec<Phase>, name: &str, since: Instant) -> Instant {
 /// Protocol options from the command line.
 pub fn run_options(o: &PartyOpts) -> RunOptions {
     RunOptions {
-        lambda: o.lambda,
         expected_peer_set_size: o.expect_peer_size,
-        allow_weak: o.allow_weak,
         memory_budget: o.memory.0,
-        ..RunOptions::default()
+        ..o.lambda.run_options()
     }
 }
 
 /// `blindjoin send` and `blindjoin receive`.
 pub fn run_cli(o: &PartyOpts, role: CliRole, output: OutputSpec) -> CliResult<()> {
     let endpoint = o.net.endpoint()?;
-    if let Some(cc) = &o.country_code
-        && (cc.is_empty() || !cc.bytes().all(|b| b.is_ascii_digit()) || cc.len() > 3)
-    {
-        return Err(CliError::Usage(format!(
-            "--country-code must be 1 to 3 digits, not `{cc}`"
-        )));
-    }
-    let normalizer = Normalizer {
-        kind: o.normalize,
-        country_code: o.country_code.clone(),
-    };
+    let normalizer = o.keys.normalizer()?;
     if let Some(json) = &o.json {
-        let mut inputs = vec![o.input.as_path()];
+        let mut inputs = vec![o.keys.input.as_path()];
         if let CliRole::Receiver { output: Some(out) } = &role {
             if out == json {
                 return Err(CliError::Usage(format!(
@@ -411,27 +399,8 @@ pub fn run_cli(o: &PartyOpts, role: CliRole, output: OutputSpec) -> CliResult<()
         check_output(json, &inputs)?;
     }
     let link = o.net.link_config()?;
-    if o.allow_weak && o.lambda < blindjoin_psi::MIN_LAMBDA {
-        eprintln!(
-            "warning: λ = {} is below {}: false matches and failed runs have probability up to \
-             2^-{} (--allow-weak)",
-            o.lambda,
-            blindjoin_psi::MIN_LAMBDA,
-            o.lambda
-        );
-    }
-    if let Some(dup) = o
-        .column
-        .iter()
-        .enumerate()
-        .find(|(i, c)| o.column[..*i].iter().any(|d| d.trim() == c.trim()))
-        .map(|(_, c)| c)
-    {
-        return Err(CliError::Usage(format!(
-            "--column names `{}` twice",
-            dup.trim()
-        )));
-    }
+    o.lambda.warn_weak();
+    o.keys.check_columns()?;
     let bars = if o.quiet { Bars::hidden() } else { Bars::new() };
     let label = match role {
         CliRole::Receiver { .. } => "receiver",
@@ -456,19 +425,20 @@ pub fn run_cli(o: &PartyOpts, role: CliRole, output: OutputSpec) -> CliResult<()
             endpoint,
             link,
             normalizer,
-            key_fields: o.column.len(),
+            key_fields: o.keys.column.len(),
             protocol: o.protocol,
             opts,
             max_peer_size: o.max_peer_size,
             alone_in_process: true,
         },
-        input: &o.input,
-        format: o.format,
-        columns: &o.column,
+        input: &o.keys.input,
+        format: o.keys.format,
+        columns: &o.keys.column,
         output,
-        read_progress: Some(
-            bars.reading(label, std::fs::metadata(&o.input).map_or(0, |m| m.len())),
-        ),
+        read_progress: Some(bars.reading(
+            label,
+            std::fs::metadata(&o.keys.input).map_or(0, |m| m.len()),
+        )),
         write_progress: Some(bars.writing(label)),
     });
     bars.clear();
@@ -513,4 +483,61 @@ pub fn summary_line(r: &RunReport) -> String {
         human_bytes(r.traffic.bytes_received),
         r.wall_seconds
     )
+}
+
+impl KeyOpts {
+    /// The key normalisation, with the country code checked.
+    pub fn normalizer(&self) -> CliResult<Normalizer> {
+        if let Some(cc) = &self.country_code
+            && (cc.is_empty() || !cc.bytes().all(|b| b.is_ascii_digit()) || cc.len() > 3)
+        {
+            return Err(CliError::Usage(format!(
+                "--country-code must be 1 to 3 digits, not `{cc}`"
+            )));
+        }
+        Ok(Normalizer {
+            kind: self.normalize,
+            country_code: self.country_code.clone(),
+        })
+    }
+
+    /// Refuses a column named twice.
+    pub fn check_columns(&self) -> CliResult<()> {
+        let c = &self.column;
+        match c
+            .iter()
+            .enumerate()
+            .find(|(i, x)| c[..*i].iter().any(|d| d.trim() == x.trim()))
+        {
+            Some((_, dup)) => Err(CliError::Usage(format!(
+                "--column names `{}` twice",
+                dup.trim()
+            ))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl LambdaOpts {
+    /// Run options with this λ.
+    pub fn run_options(&self) -> RunOptions {
+        RunOptions {
+            lambda: self.lambda,
+            allow_weak: self.allow_weak,
+            ..RunOptions::default()
+        }
+    }
+
+    /// Warns on stderr when `--allow-weak` lowers λ below the default floor.
+    pub fn warn_weak(&self) {
+        if self.allow_weak && self.lambda < blindjoin_psi::MIN_LAMBDA {
+            eprintln!(
+                "warning: λ = {} is below {}: false matches and failed runs have probability up \
+                 to 2^-{} (--allow-weak)",
+                self.lambda,
+                blindjoin_psi::MIN_LAMBDA,
+                self.lambda
+            );
+        }
+    }
 }

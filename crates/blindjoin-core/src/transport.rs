@@ -26,6 +26,7 @@ use crate::error::peer_text;
 use crate::{Error, Result};
 use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -287,11 +288,52 @@ fn check_candidate(s: TcpStream, cfg: &LinkConfig) -> Result<Link> {
 /// doc), or the deadline passes. Candidates are checked concurrently, so a connection that
 /// stays silent does not delay the right peer; refused candidates are reported through `log`.
 pub fn accept(listener: &TcpListener, cfg: &LinkConfig, log: &mut dyn FnMut(&str)) -> Result<Link> {
+    let mut links = accept_many(listener, cfg, 1, log)?;
+    links.pop().ok_or(Error::Deadline {
+        during: "a peer to connect",
+    })
+}
+
+/// Accepts connections on `listener` until `n` have passed TLS and the link hello (in the
+/// order they passed), as [`accept`] does for one: e.g. the first client of a server-aided run
+/// waiting for the others.
+pub fn accept_many(
+    listener: &TcpListener,
+    cfg: &LinkConfig,
+    n: usize,
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<Link>> {
+    let mut links = Vec::with_capacity(n);
+    if n == 0 {
+        return Ok(links);
+    }
+    accept_each(listener, cfg, log, &mut |link, _| {
+        links.push(link);
+        if links.len() == n {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })?;
+    Ok(links)
+}
+
+/// Accepts connections on `listener` and hands each that passes TLS and the link hello to
+/// `on_link` (with its address, under the run's limits) until `on_link` breaks, the deadline
+/// passes or the configuration is cancelled; a server's accept loop. Candidates are checked
+/// concurrently (at most 64 at once); refused ones are reported through `log`.
+pub fn accept_each(
+    listener: &TcpListener,
+    cfg: &LinkConfig,
+    log: &mut dyn FnMut(&str),
+    on_link: &mut dyn FnMut(Link, SocketAddr) -> ControlFlow<()>,
+) -> Result<()> {
     let setup = |e| Error::io("cannot wait for a connection", e);
     listener.set_nonblocking(true).map_err(setup)?;
     let (done_tx, done_rx) = std::sync::mpsc::channel::<(SocketAddr, Result<Link>)>();
     let mut pending = 0usize;
     let mut refused = 0u64;
+    let mut accepted = 0u64;
     let mut last_refusal = String::new();
     let mut refuse = |from: SocketAddr, e: &Error, refused: &mut u64| {
         *refused += 1;
@@ -314,7 +356,10 @@ pub fn accept(listener: &TcpListener, cfg: &LinkConfig, log: &mut dyn FnMut(&str
             match result {
                 Ok(mut link) => {
                     link.set_limits(cfg.limits);
-                    return Ok(link);
+                    accepted += 1;
+                    if on_link(link, from).is_break() {
+                        return Ok(());
+                    }
                 }
                 Err(e) => refuse(from, &e, &mut refused),
             }
@@ -341,7 +386,7 @@ pub fn accept(listener: &TcpListener, cfg: &LinkConfig, log: &mut dyn FnMut(&str
                     return Err(Error::Cancelled);
                 }
                 if cfg.limits.expired() && pending == 0 {
-                    if refused > 0 {
+                    if refused > 0 && accepted == 0 {
                         return Err(Error::NoAcceptablePeer {
                             refused,
                             last: last_refusal,

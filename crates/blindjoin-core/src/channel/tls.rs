@@ -177,6 +177,9 @@ pub fn load_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
 pub enum PeerCheck {
     /// Exactly the certificate with this fingerprint.
     Pinned(Fingerprint),
+    /// Any of the certificates with these fingerprints (a server-aided run's server and first
+    /// client, each accepting several known parties).
+    AnyOf(Vec<Fingerprint>),
     /// A certificate issued by one of these CA certificates (and, for a server, naming the host
     /// connected to).
     Ca(Vec<CertificateDer<'static>>),
@@ -223,15 +226,17 @@ fn describe(e: &rustls::Error) -> String {
 #[derive(Debug)]
 struct PinMismatch {
     got: Fingerprint,
-    want: Fingerprint,
+    want: Vec<Fingerprint>,
 }
 
 impl fmt::Display for PinMismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let want: Vec<String> = self.want.iter().map(ToString::to_string).collect();
         write!(
             f,
             "the peer's certificate is {}, not the pinned {}",
-            self.got, self.want
+            self.got,
+            want.join(" or ")
         )
     }
 }
@@ -241,20 +246,20 @@ impl std::error::Error for PinMismatch {}
 /// Accepts exactly one certificate, by fingerprint; signatures are checked with its key.
 #[derive(Debug)]
 struct Pinned {
-    want: Fingerprint,
+    want: Vec<Fingerprint>,
     algs: WebPkiSupportedAlgorithms,
 }
 
 impl Pinned {
     fn check(&self, cert: &CertificateDer<'_>) -> std::result::Result<(), rustls::Error> {
         let got = Fingerprint::of(cert);
-        if got == self.want {
+        if self.want.contains(&got) {
             Ok(())
         } else {
             Err(rustls::Error::InvalidCertificate(
                 rustls::CertificateError::Other(rustls::OtherError(Arc::new(PinMismatch {
                     got,
-                    want: self.want,
+                    want: self.want.clone(),
                 }))),
             ))
         }
@@ -347,7 +352,20 @@ impl TlsConfig {
         let (server_v, client_v): (Arc<dyn ServerCertVerifier>, Arc<dyn ClientCertVerifier>) =
             match peer {
                 PeerCheck::Pinned(want) => {
-                    let v = Arc::new(Pinned { want: *want, algs });
+                    let v = Arc::new(Pinned {
+                        want: vec![*want],
+                        algs,
+                    });
+                    (v.clone(), v)
+                }
+                PeerCheck::AnyOf(want) => {
+                    if want.is_empty() {
+                        return Err(Error::Tls("no pinned certificate to accept".into()));
+                    }
+                    let v = Arc::new(Pinned {
+                        want: want.clone(),
+                        algs,
+                    });
                     (v.clone(), v)
                 }
                 PeerCheck::Ca(certs) => {

@@ -1,0 +1,158 @@
+//! `blindjoin server`: the untrusted server of server-aided runs (KMRS14 §3.2). It accepts
+//! client connections (TLS and the link hello checked as for any peer), serves each on a thread
+//! of its own with [`Server::serve`], and keeps the labels in the chosen store. It runs until it
+//! is stopped.
+
+use crate::cli::parse_count;
+use crate::error::{CliError, CliResult};
+use crate::link::{TlsChoice, parse_duration, show_duration};
+use blindjoin_core::channel::clock::Limits;
+use blindjoin_core::channel::tls::{self, Fingerprint, PeerCheck};
+use blindjoin_core::transport;
+use blindjoin_psi::protocols::server_aided::server::{SERVED, Server, ServerConfig};
+use blindjoin_psi::protocols::server_aided::store::{MemoryStore, Store};
+use clap::Args;
+use std::net::TcpListener;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// `blindjoin server`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Listen here for clients (e.g. 0.0.0.0:7900).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: String,
+    /// Where the labels are kept: `memory` (in this process), `disk:DIR` (sorted files in
+    /// DIR, for sets larger than memory) or `redis://HOST:PORT` (a Redis server).
+    #[arg(long, value_name = "STORE", default_value = "memory")]
+    pub store: String,
+    /// A run whose clients have not all sent their labels this long after the first joined
+    /// fails (its clients are told why) and is forgotten.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_duration)]
+    pub run_timeout: Duration,
+    /// The most labels one client may send.
+    #[arg(long, value_name = "N", default_value = "2^32", value_parser = parse_count)]
+    pub max_labels: u64,
+    /// Clients served at once; more are closed at once.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_connections: usize,
+    /// Close a client connection when no data has moved for this long.
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// Our certificate (PEM), from `blindjoin keygen`.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// Our private key (PEM), from `blindjoin keygen`.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Accept only clients with these certificate fingerprints (repeat the option or separate
+    /// by commas).
+    #[arg(
+        long,
+        value_name = "sha256:HEX",
+        value_delimiter = ',',
+        conflicts_with = "client_ca"
+    )]
+    pub client_fingerprint: Vec<Fingerprint>,
+    /// Accept clients whose certificates this CA (PEM) issued.
+    #[arg(long, value_name = "FILE")]
+    pub client_ca: Option<PathBuf>,
+    /// Use plain TCP (no TLS) on a non-loopback address.
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key", "client_fingerprint", "client_ca"])]
+    pub plaintext: bool,
+    /// Only errors and the start line on stderr (no line per client).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Opens the store `spec` names.
+pub fn open_store(spec: &str, run_timeout: Duration) -> CliResult<Arc<dyn Store>> {
+    let _ = run_timeout;
+    match spec {
+        "memory" => Ok(Arc::new(MemoryStore::new())),
+        other => Err(CliError::Usage(format!(
+            "--store `{other}`: use memory, disk:DIR or redis://HOST:PORT"
+        ))),
+    }
+}
+
+/// Runs `blindjoin server` until the process is stopped.
+pub fn run(a: &ServerArgs) -> CliResult<()> {
+    if a.max_connections == 0 {
+        return Err(CliError::Usage(
+            "--max-connections must be at least 1".into(),
+        ));
+    }
+    let peer = match (&a.client_fingerprint[..], &a.client_ca) {
+        ([], Some(ca)) => Some(PeerCheck::Ca(tls::load_certs(ca)?)),
+        ([], None) => None,
+        ([one], _) => Some(PeerCheck::Pinned(*one)),
+        (many, _) => Some(PeerCheck::AnyOf(many.to_vec())),
+    };
+    let cfg = TlsChoice {
+        identity: (a.tls_cert.as_deref(), a.tls_key.as_deref()),
+        peer,
+        plaintext: a.plaintext,
+        peer_flags: "--client-fingerprint (the clients' `blindjoin keygen`) or --client-ca",
+    }
+    .config(&a.listen, Limits::idle_only(a.idle_timeout))?;
+    let store = open_store(&a.store, a.run_timeout)?;
+    let server = Arc::new(Server::new(
+        store,
+        ServerConfig {
+            run_timeout: a.run_timeout,
+            max_labels: a.max_labels,
+            ..ServerConfig::default()
+        },
+    ));
+    let listener = TcpListener::bind(&a.listen)
+        .map_err(|e| blindjoin_core::Error::io(format!("cannot listen on {}", a.listen), e))?;
+    let at = listener
+        .local_addr()
+        .map_or_else(|_| a.listen.clone(), |at| at.to_string());
+    eprintln!(
+        "server listening on {at}, {}, store {}, runs time out after {}; serving {}",
+        if cfg.tls.is_some() {
+            "TLS, pinned clients"
+        } else {
+            "plain TCP"
+        },
+        server.describe_store(),
+        show_duration(a.run_timeout),
+        SERVED.join(", ")
+    );
+    let active = Arc::new(AtomicUsize::new(0));
+    let quiet = a.quiet;
+    let max = a.max_connections;
+    let mut log = |line: &str| eprintln!("{line}");
+    transport::accept_each(&listener, &cfg, &mut log, &mut |mut link, from| {
+        if active.fetch_add(1, Ordering::SeqCst) >= max {
+            active.fetch_sub(1, Ordering::SeqCst);
+            eprintln!("closed a connection from {from}: {max} clients are being served");
+            return ControlFlow::Continue(());
+        }
+        let (server, done) = (server.clone(), active.clone());
+        let spawned = std::thread::Builder::new()
+            .name("client".into())
+            .spawn(move || {
+                match server.serve(&mut link) {
+                    Ok((run, party)) if !quiet => {
+                        eprintln!("run {run}: party {party} ({from}) has its result");
+                    }
+                    Ok(_) => {}
+                    Err(e) => eprintln!("client {from}: {e}"),
+                }
+                drop(link);
+                done.fetch_sub(1, Ordering::SeqCst);
+            });
+        if let Err(e) = spawned {
+            active.fetch_sub(1, Ordering::SeqCst);
+            eprintln!("closed a connection from {from}: cannot start a thread: {e}");
+        }
+        ControlFlow::Continue(())
+    })?;
+    Ok(())
+}

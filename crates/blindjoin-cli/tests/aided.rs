@@ -1,0 +1,516 @@
+//! End to end: `blindjoin server` and `blindjoin aided` clients as processes over loopback,
+//! each client's output rows compared to rows computed independently here; a server that
+//! restarts mid-run; and many runs on one server process without its memory growing.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use blindjoin_testkit::relay::{Direction, Fault, FaultAt, Relay};
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Command, Output, Stdio};
+use std::time::Duration;
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_blindjoin"));
+    c.arg("--threads").arg("1");
+    c
+}
+
+/// A process whose first stderr line names the address it listens on.
+struct Listening {
+    child: Child,
+    addr: String,
+    err: BufReader<ChildStderr>,
+}
+
+impl Listening {
+    /// Starts `args` and reads the address from its first line (after `prefix`).
+    fn start(args: &[&str], prefix: &str) -> Listening {
+        let mut child = bin()
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        err.read_line(&mut line).unwrap();
+        let addr = line
+            .strip_prefix(prefix)
+            .and_then(|r| r.split([',', ' ']).next())
+            .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+            .to_owned();
+        Listening { child, addr, err }
+    }
+
+    fn server(extra: &[&str]) -> Listening {
+        Listening::server_at("127.0.0.1:0", extra)
+    }
+
+    fn server_at(addr: &str, extra: &[&str]) -> Listening {
+        let mut args = vec!["server", "--listen", addr];
+        args.extend_from_slice(extra);
+        Listening::start(&args, "server listening on ")
+    }
+
+    /// Waits for the process; returns whether it succeeded and the rest of its stderr.
+    fn finish(mut self) -> (bool, String) {
+        let status = self.child.wait().unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut self.err, &mut rest).unwrap();
+        (status.success(), rest)
+    }
+
+    fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Writes `id,email` rows, one per key (`extra` rows repeat keys under another id).
+fn write_csv(path: &Path, keys: &[u32], extra: &[u32]) {
+    let mut text = String::from("id,email\n");
+    for (i, k) in keys.iter().chain(extra).enumerate() {
+        text.push_str(&format!("{i},user{k}@example.org\n"));
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+/// The lines of `path`'s rows (header first) whose key every set holds, computed here.
+fn expected_rows(path: &Path, sets: &[HashSet<u32>]) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let mut out = format!("{}\n", lines.next().unwrap());
+    for line in lines {
+        let email = line.split(',').nth(1).unwrap();
+        let k: u32 = email
+            .trim_start_matches("user")
+            .trim_end_matches("@example.org")
+            .parse()
+            .unwrap();
+        if sets.iter().all(|s| s.contains(&k)) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The arguments of client `party` of `of` on `input`, writing `output`.
+fn client_args(
+    server: &str,
+    run: &str,
+    party: u32,
+    of: u32,
+    input: &Path,
+    output: &Path,
+) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "aided",
+        "-q",
+        "--server",
+        server,
+        "--run",
+        run,
+        "-i",
+        s(input),
+        "-c",
+        "email",
+        "-o",
+        s(output),
+        "--deadline",
+        "60s",
+    ]
+    .iter()
+    .map(|x| x.to_string())
+    .collect();
+    a.extend([
+        "--party".into(),
+        party.to_string(),
+        "--of".into(),
+        of.to_string(),
+    ]);
+    a
+}
+
+/// Runs clients 1..=n on `inputs` against `server`; returns their outputs (party 1 first).
+fn run_clients(server: &str, run: &str, inputs: &[PathBuf], outputs: &[PathBuf]) -> Vec<Output> {
+    let n = inputs.len() as u32;
+    let mut leader_args = client_args(server, run, 1, n, &inputs[0], &outputs[0]);
+    leader_args.extend(["--peers-listen".into(), "127.0.0.1:0".into()]);
+    let refs: Vec<&str> = leader_args.iter().map(String::as_str).collect();
+    let leader = Listening::start(&refs, "party 1: listening on ");
+    let members: Vec<Child> = (2..=n)
+        .map(|i| {
+            let mut a = client_args(
+                server,
+                run,
+                i,
+                n,
+                &inputs[i as usize - 1],
+                &outputs[i as usize - 1],
+            );
+            a.extend(["--peer".into(), leader.addr.clone()]);
+            bin()
+                .args(&a)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let Listening {
+        mut child, mut err, ..
+    } = leader;
+    let status = child.wait().unwrap();
+    let mut rest = Vec::new();
+    std::io::Read::read_to_end(&mut err, &mut rest).unwrap();
+    let mut outs = vec![Output {
+        status,
+        stdout: Vec::new(),
+        stderr: rest,
+    }];
+    outs.extend(members.into_iter().map(|m| m.wait_with_output().unwrap()));
+    outs
+}
+
+fn assert_ok(outs: &[Output]) {
+    for (i, o) in outs.iter().enumerate() {
+        assert!(
+            o.status.success(),
+            "party {}: {}",
+            i + 1,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// A failed client: a non-zero exit and one error line, the last, with every needle.
+fn assert_one_line_error(out: &Output, needles: &[&str]) {
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let errors: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("blindjoin: error: "))
+        .collect();
+    assert_eq!(errors.len(), 1, "expected one error line, got: {err}");
+    assert_eq!(err.lines().last(), Some(errors[0]), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    for n in needles {
+        assert!(errors[0].contains(n), "`{n}` missing from: {err}");
+    }
+}
+
+/// Key sets of three clients with every kind of overlap (all three, two of three, one).
+fn three_sets() -> Vec<Vec<u32>> {
+    vec![
+        (0..300).collect(),
+        (100..400).chain(1000..1050).collect(),
+        (0..50).chain(150..250).chain(380..500).collect(),
+    ]
+}
+
+#[test]
+fn two_and_three_clients_write_the_exact_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let sets = three_sets();
+    let inputs: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let p = dir.path().join(format!("in{i}.csv"));
+            // Every client repeats some keys on other rows: each such row is matched too.
+            write_csv(&p, &sets[i], &sets[i][..5]);
+            p
+        })
+        .collect();
+    let server = Listening::server(&["-q"]);
+    for n in [2usize, 3] {
+        let outputs: Vec<PathBuf> = (0..n)
+            .map(|i| dir.path().join(format!("out{n}-{i}.csv")))
+            .collect();
+        let outs = run_clients(&server.addr, &format!("run-{n}"), &inputs[..n], &outputs);
+        assert_ok(&outs);
+        let hs: Vec<HashSet<u32>> = sets[..n]
+            .iter()
+            .map(|s| s.iter().copied().collect())
+            .collect();
+        for i in 0..n {
+            let want = expected_rows(&inputs[i], &hs);
+            let got = std::fs::read_to_string(&outputs[i]).unwrap();
+            assert_eq!(got, want, "{n} clients, party {}", i + 1);
+        }
+        // Two clients share 200 keys; three share 150 (100..250 minus 50..150).
+        let shared = if n == 2 { 200 } else { 100 };
+        let err = String::from_utf8_lossy(&outs[0].stderr);
+        assert!(
+            err.contains(&format!("{shared} of 300 distinct keys in every set")),
+            "{err}"
+        );
+    }
+    server.kill();
+}
+
+#[test]
+fn a_server_that_restarts_mid_run_fails_the_clients_cleanly_and_serves_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    write_csv(&a, &(0..200).collect::<Vec<_>>(), &[]);
+    write_csv(&b, &(100..300).collect::<Vec<_>>(), &[]);
+    let server = Listening::server(&["-q"]);
+    let upstream = server.addr.parse().unwrap();
+    // Party 2's submit (its second frame to the server) is held for 30 s: party 1 has sent
+    // its labels and waits for party 2 when the server goes away.
+    let relay = Relay::start(
+        upstream,
+        Some(FaultAt {
+            direction: Direction::ToListener,
+            frame: 1,
+            fault: Fault::Delay(Duration::from_secs(30)),
+        }),
+    )
+    .unwrap();
+    let relay_addr = relay.addr().to_string();
+    let (o1, o2) = (dir.path().join("o1.csv"), dir.path().join("o2.csv"));
+    let mut leader_args = client_args(&server.addr, "r", 1, 2, &a, &o1);
+    leader_args.extend(["--peers-listen".into(), "127.0.0.1:0".into()]);
+    let refs: Vec<&str> = leader_args.iter().map(String::as_str).collect();
+    let leader = Listening::start(&refs, "party 1: listening on ");
+    let mut member_args = client_args(&relay_addr, "r", 2, 2, &b, &o2);
+    member_args.extend(["--peer".into(), leader.addr.clone()]);
+    let member = bin()
+        .args(&member_args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let addr = server.addr.clone();
+    server.kill();
+    let (ok, err) = leader.finish();
+    assert!(!ok);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.starts_with("blindjoin: error: "), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let out = member.wait_with_output().unwrap();
+    assert_one_line_error(&out, &[]);
+    assert!(!o1.exists() && !o2.exists());
+    drop(relay);
+
+    // The restarted server (same address) knows nothing of the old run and serves a new one.
+    let server = Listening::server_at(&addr, &[]);
+    let outs = run_clients(
+        &server.addr,
+        "r",
+        &[a.clone(), b.clone()],
+        &[o1.clone(), o2.clone()],
+    );
+    assert_ok(&outs);
+    let hs: Vec<HashSet<u32>> = vec![(0..200).collect(), (100..300).collect()];
+    assert_eq!(
+        std::fs::read_to_string(&o1).unwrap(),
+        expected_rows(&a, &hs)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&o2).unwrap(),
+        expected_rows(&b, &hs)
+    );
+    server.kill();
+}
+
+#[test]
+fn usage_errors_end_with_one_line_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.csv");
+    write_csv(&a, &[1, 2, 3], &[]);
+    let o = dir.path().join("o.csv");
+    let base = |extra: &[&str]| {
+        let mut args = vec![
+            "aided",
+            "--server",
+            "127.0.0.1:9",
+            "--run",
+            "r",
+            "-i",
+            s(&a),
+            "-c",
+            "email",
+            "-o",
+            s(&o),
+        ];
+        args.extend_from_slice(extra);
+        bin().args(&args).output().unwrap()
+    };
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--party", "1", "--of", "2", "--peer", "127.0.0.1:9"],
+            "party 1 listens for the other clients",
+        ),
+        (
+            &["--party", "2", "--of", "2", "--peers-listen", "127.0.0.1:0"],
+            "party 2 connects to party 1",
+        ),
+        (
+            &["--party", "3", "--of", "2", "--peer", "127.0.0.1:9"],
+            "--party 3 --of 2",
+        ),
+        (
+            &[
+                "--party",
+                "2",
+                "--of",
+                "2",
+                "--peer",
+                "127.0.0.1:9",
+                "-p",
+                "kkrt16",
+            ],
+            "two-party protocol",
+        ),
+        (
+            &["--party", "2", "--of", "2", "--peer", "10.0.0.1:9"],
+            "not a loopback address",
+        ),
+        (
+            &[
+                "--party",
+                "2",
+                "--of",
+                "2",
+                "--peer",
+                "127.0.0.1:9",
+                "-c",
+                "nope",
+            ],
+            "no column `nope`",
+        ),
+    ];
+    for (extra, needle) in cases {
+        let out = base(extra);
+        assert_one_line_error(&out, &[needle]);
+        assert!(!o.exists());
+    }
+    // A server-aided protocol is refused by the two-party commands.
+    let out = bin()
+        .args([
+            "receive",
+            "--listen",
+            "127.0.0.1:0",
+            "-i",
+            s(&a),
+            "-p",
+            "kmrs_semi",
+        ])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, &["server-aided"]);
+    // A server on a store that does not exist.
+    let out = bin()
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "tape:/dev/st0",
+        ])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, &["--store"]);
+}
+
+/// The server's resident memory after `rounds` rounds of `parallel` concurrent two-client runs
+/// of 100 keys each (clients in this process, over TCP).
+fn drive(addr: &str, first_run: usize, rounds: usize, parallel: usize) {
+    use blindjoin_core::channel::Channel;
+    use blindjoin_core::channel::clock::Limits;
+    use blindjoin_core::channel::memory::memory_pair;
+    use blindjoin_core::item::items_from_records;
+    use blindjoin_core::transport::{LinkConfig, connect};
+    use blindjoin_psi::protocols::server_aided::client::{AidedLinks, Peers};
+    use blindjoin_psi::{Protocol, RunOptions};
+    let p: &'static Protocol = "kmrs_semi".parse().unwrap();
+    let cfg = LinkConfig::plain(Limits::new(
+        Duration::from_secs(60),
+        Duration::from_secs(20),
+    ));
+    let set =
+        |lo: u32| -> Vec<Vec<u8>> { (lo..lo + 100).map(|k| k.to_le_bytes().to_vec()).collect() };
+    let (s1, s2) = (items_from_records(&set(0)), items_from_records(&set(50)));
+    for round in 0..rounds {
+        std::thread::scope(|sc| {
+            for j in 0..parallel {
+                let run = format!("run-{}", first_run + round * parallel + j);
+                let (cfg, s1, s2, run) = (&cfg, &s1, &s2, run);
+                sc.spawn(move || {
+                    let (mut l, mut m) = memory_pair(Duration::from_secs(60));
+                    let run2 = run.clone();
+                    let member = std::thread::spawn({
+                        let cfg = cfg.clone();
+                        let s2 = s2.clone();
+                        let addr = addr.to_owned();
+                        move || {
+                            let mut server = connect(&addr, &cfg, &mut |_| {}).unwrap();
+                            let mut links = AidedLinks {
+                                run: run2,
+                                party: 2,
+                                parties: 2,
+                                peers: Peers::Member(&mut m),
+                                server: &mut server,
+                            };
+                            p.client(&mut links, &s2, &RunOptions::default(), &mut rand::rng())
+                                .unwrap()
+                                .indices
+                        }
+                    });
+                    let mut server = connect(addr, cfg, &mut |_| {}).unwrap();
+                    let mut links = AidedLinks {
+                        run,
+                        party: 1,
+                        parties: 2,
+                        peers: Peers::Leader(vec![&mut l as &mut dyn Channel]),
+                        server: &mut server,
+                    };
+                    let got = p
+                        .client(&mut links, s1, &RunOptions::default(), &mut rand::rng())
+                        .unwrap()
+                        .indices;
+                    assert_eq!(got, (50..100).collect::<Vec<_>>());
+                    assert_eq!(member.join().unwrap(), (0..50).collect::<Vec<_>>());
+                });
+            }
+        });
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+/// 1,000 runs, 100 of them at once, on one server process: every client gets its exact
+/// indices, and the server's memory after the last run is within 8 MiB of where it was after
+/// the first 100 (runs are forgotten, threads end).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_thousand_runs_on_one_server_leave_its_memory_where_it_was() {
+    let server = Listening::server(&["-q"]);
+    drive(&server.addr, 0, 1, 100);
+    std::thread::sleep(Duration::from_millis(300));
+    let before = rss_kb(server.child.id());
+    drive(&server.addr, 100, 90, 10);
+    std::thread::sleep(Duration::from_millis(300));
+    let after = rss_kb(server.child.id());
+    assert!(
+        after <= before + 8 * 1024,
+        "server RSS grew from {before} kB to {after} kB over 900 runs"
+    );
+    server.kill();
+}
