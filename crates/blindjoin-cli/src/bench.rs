@@ -304,7 +304,7 @@ pub(crate) fn print_result(result: &impl Serialize) -> CliResult<()> {
     Ok(())
 }
 
-fn party_command(threads: usize, subcommand: &str) -> CliResult<Command> {
+pub(crate) fn party_command(threads: usize, subcommand: &str) -> CliResult<Command> {
     let exe = std::env::current_exe()
         .map_err(|e| blindjoin_core::Error::io("cannot find the blindjoin executable", e))?;
     let mut c = Command::new(exe);
@@ -313,7 +313,7 @@ fn party_command(threads: usize, subcommand: &str) -> CliResult<Command> {
     Ok(c)
 }
 
-fn read_result<T: serde::de::DeserializeOwned>(
+pub(crate) fn read_result<T: serde::de::DeserializeOwned>(
     mut child: std::process::Child,
     lines: &mut dyn Iterator<Item = String>,
     who: &str,

@@ -5,7 +5,7 @@ use crate::input::Format;
 use crate::link::NetOpts;
 use crate::normalize::Normalize;
 use crate::output::{OutputColumns, OutputSpec};
-use crate::{aided, bench, bench_ot, demo, keygen, party, serve, synth};
+use crate::{aided, bench, bench_aided, bench_ot, demo, keygen, party, serve, synth};
 use blindjoin_psi::{Protocol, protocols};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -107,6 +107,12 @@ enum Command {
     /// learn which of your rows every client has.
     #[command(after_help = protocols_help())]
     Aided(Box<aided::AidedArgs>),
+    /// Benchmark a server-aided protocol: the server and every client as processes over
+    /// loopback, against the plaintext server-aided intersection.
+    BenchAided(bench_aided::BenchAidedArgs),
+    /// One client of a server-aided benchmark (started by `bench-aided`).
+    #[command(hide = true)]
+    BenchAidedClient(bench_aided::AidedClientArgs),
     /// Be the untrusted server of server-aided runs: intersect the clients' labels, learning
     /// only set sizes and the intersection's size.
     Server(serve::ServerArgs),
@@ -417,6 +423,8 @@ fn dispatch(command: Command, threads: Option<usize>) -> CliResult<()> {
         Command::Keygen(a) => keygen::run(&a),
         Command::Aided(a) => aided::run(&a),
         Command::Server(a) => serve::run(&a),
+        Command::BenchAided(a) => bench_aided::run(&a, threads),
+        Command::BenchAidedClient(a) => bench_aided::run_client(&a),
         Command::Bench(a) => bench::run(&a, threads),
         Command::BenchParty(a) => bench::run_party(&a),
         Command::BenchOt(a) => bench_ot::run(&a, threads),

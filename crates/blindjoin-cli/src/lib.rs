@@ -4,6 +4,7 @@
 
 pub mod aided;
 pub mod bench;
+pub mod bench_aided;
 pub mod bench_ot;
 pub mod cli;
 pub mod demo;

@@ -183,7 +183,7 @@ pub(crate) fn run_client(
 }
 
 /// Sends the sorted labels to the server and returns the bit vector over them.
-fn submit(
+pub(crate) fn submit(
     p: &Protocol,
     links: &mut AidedLinks<'_>,
     opts: &RunOptions,

@@ -41,6 +41,7 @@
 pub mod client;
 pub mod kmrs_semi;
 pub mod labels;
+pub mod plain;
 pub mod server;
 pub mod store;
 pub mod wire;
