@@ -1,6 +1,6 @@
 //! `kmrs_semi` end to end over in-memory channels: n clients, their direct links, and one
 //! [`Server`] serving every client connection on a thread of its own; the server's refusals
-//! and its bookkeeping (runs forgotten, store emptied).
+//! and its bookkeeping (runs forgotten, store emptied), on the memory and the disk store.
 
 use crate::common::BASE_CASES;
 use blindjoin_core::Error;
@@ -8,6 +8,7 @@ use blindjoin_core::channel::memory::{MemoryChannel, memory_pair};
 use blindjoin_core::channel::{Channel, FrameSender, send_msg};
 use blindjoin_core::item::items_from_records;
 use blindjoin_psi::protocols::server_aided::client::{AidedLinks, ClientOutput, Peers};
+use blindjoin_psi::protocols::server_aided::disk_store::DiskStore;
 use blindjoin_psi::protocols::server_aided::server::{Server, ServerConfig};
 use blindjoin_psi::protocols::server_aided::store::MemoryStore;
 use blindjoin_psi::protocols::server_aided::wire::{
@@ -399,6 +400,78 @@ fn a_client_that_disconnects_ends_the_run_with_a_clear_error() {
     h1.join().unwrap();
     assert_eq!(srv.runs(), 0);
     assert!(store.is_empty());
+}
+
+/// The same runs on a server over a [`DiskStore`] (read buffers of a few labels, so that a set
+/// spans many blocks) and over a [`MemoryStore`]: the same rows; no label file left behind.
+#[test]
+fn a_disk_store_gives_the_rows_of_the_memory_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(DiskStore::with_buffer(dir.path(), 100).unwrap());
+    let on_disk = Server::new(disk.clone(), quick());
+    let (in_memory, _) = server(quick());
+    let mut cases: Vec<Vec<Records>> = BASE_CASES
+        .iter()
+        .enumerate()
+        .map(|(k, &(n1, n2, overlap))| {
+            let (a, b) = sets_with_overlap(n1, n2, overlap, 700 + k as u64);
+            vec![a, b]
+        })
+        .collect();
+    let (a, b) = sets_with_overlap(300, 200, 120, 800);
+    let (c, _) = sets_with_overlap(250, 1, 0, 801);
+    let mut seen = HashSet::new();
+    let third: Records = a[..150]
+        .iter()
+        .chain(&b[..60])
+        .chain(&c)
+        .filter(|r| seen.insert(r.to_vec()))
+        .cloned()
+        .collect();
+    cases.push(vec![a, b, third]);
+    for (k, sets) in cases.iter().enumerate() {
+        let run = format!("disk-{k}");
+        let want = run_clients(&in_memory, &run, sets);
+        let got = run_clients(&on_disk, &run, sets);
+        for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+            let (w, g) = (w.as_ref().unwrap(), g.as_ref().unwrap());
+            assert_eq!(g.indices, w.indices, "case {k}, client {}", i + 1);
+            assert_eq!(g.indices, expected(sets, i), "case {k}, client {}", i + 1);
+        }
+        assert_eq!(disk.files().unwrap(), 0, "case {k}");
+    }
+    assert_eq!(on_disk.runs(), 0);
+}
+
+/// A client that disconnects half-way through its labels, on a disk store: the run fails and
+/// both parties' files (one finished, one partial) are deleted.
+#[test]
+fn a_disk_store_keeps_nothing_of_a_client_that_disconnects_mid_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(DiskStore::with_buffer(dir.path(), 64).unwrap());
+    let srv = Arc::new(Server::new(disk.clone(), quick()));
+    let (mut c1, st, h1) = raw_submit(&srv, &submit("m", 1, 2));
+    assert_eq!(st, Status::Accepted);
+    c1.send(
+        MSG_LABELS,
+        &[1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2],
+    )
+    .unwrap();
+    let (mut c2, st, h2) = raw_submit(&srv, &submit("m", 2, 1000));
+    assert_eq!(st, Status::Accepted);
+    let labels: Vec<u8> = (0..100u64).flat_map(|v| v.to_be_bytes()).collect();
+    c2.send(MSG_LABELS, &labels).unwrap();
+    // Both parties' files exist before the drop.
+    while disk.files().unwrap() < 2 {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(c2);
+    h2.join().unwrap();
+    let why = refusal_after_waiting(&mut c1);
+    assert!(why.contains("party 2 did not deliver its labels"), "{why}");
+    h1.join().unwrap();
+    assert_eq!(srv.runs(), 0);
+    assert_eq!(disk.files().unwrap(), 0);
 }
 
 #[test]

@@ -4,9 +4,9 @@
 //! Every client sends its labels in ascending order (checked by the server before a label
 //! reaches a store), so a store holds sorted runs and intersects by merging: one pass over
 //! every party's labels, no hash table, and each party's bit vector comes out in the order of
-//! its own labels. [`MemoryStore`] keeps the labels in memory (ℓ bytes per label) and
-//! intersects with [`merge_sources`], which reads every party's labels through a
-//! [`LabelSource`], a block at a time.
+//! its own labels. [`MemoryStore`] keeps the labels in memory (ℓ bytes per label),
+//! [`DiskStore`](super::disk_store::DiskStore) in files; both intersect with [`merge_sources`],
+//! which reads every party's labels through a [`LabelSource`], a block at a time.
 
 use blindjoin_core::{Error, Result};
 use std::collections::HashMap;
@@ -153,7 +153,7 @@ pub fn merge(sets: &[&[u8]], label_len: usize) -> Vec<Vec<u8>> {
 
 /// One party's sorted labels, read block by block: each block holds whole labels of the
 /// store's label length, ascending, and follows the previous one. What [`merge_sources`] reads,
-/// from memory ([`SliceSource`]) or from elsewhere.
+/// from memory ([`SliceSource`]) or from a file (the disk store's).
 pub trait LabelSource {
     /// What reading a block can fail with.
     type Error;
