@@ -11,6 +11,7 @@
 
 use blindjoin_psi::protocols::server_aided::disk_store::DiskStore;
 use blindjoin_psi::protocols::server_aided::store::{LabelWriter, Store};
+use rand::RngCore;
 use std::error::Error;
 use std::path::PathBuf;
 use std::process::Command;
@@ -19,17 +20,6 @@ use std::time::Instant;
 const LEN: usize = 10;
 /// Labels per write, as the server's frames carry them.
 const BATCH: usize = 1 << 16;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
 
 /// A party's labels on their way to its writer, a batch at a time.
 struct Batched {
@@ -85,12 +75,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     let (mut a, mut b) = (writer(1)?, writer(2)?);
     let mut quota = [n / 2, n - n / 2, n - n / 2];
     let gap = (1u128 << 79) / (n as u128 * 3 / 2).max(1);
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = blindjoin_testkit::rng(1);
     let mut x = 0u128;
     while quota.iter().any(|&q| q > 0) {
-        x += 1 + u128::from(rng.next()) % (2 * gap).max(1);
+        x += 1 + u128::from(rng.next_u64()) % (2 * gap).max(1);
         let left: u64 = quota.iter().sum();
-        let mut pick = rng.next() % left;
+        let mut pick = rng.next_u64() % left;
         let mut which = 0;
         while pick >= quota[which] {
             pick -= quota[which];

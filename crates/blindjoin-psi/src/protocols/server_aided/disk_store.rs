@@ -66,7 +66,7 @@ impl DiskStore {
     }
 
     /// A store in `dir` whose label files are written and read through buffers of `buffer`
-    /// bytes (at least one label). Creates `<dir>/blindjoin-runs/`, locks it against a second
+    /// bytes (at least 16). Creates `<dir>/blindjoin-runs/`, locks it against a second
     /// server, and deletes the label files an earlier server left there.
     pub fn with_buffer(dir: &Path, buffer: usize) -> Result<DiskStore> {
         let runs = dir.join(RUNS_DIR);
@@ -334,31 +334,18 @@ impl LabelSource for FileSource {
 mod tests {
     use super::super::store::MemoryStore;
     use super::*;
+    use blindjoin_testkit::rng;
+    use rand::Rng;
     use std::collections::BTreeSet;
 
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
-
     /// Stores `sets` (sorted labels of `len` bytes) for `run` in batches of random sizes.
-    fn put(store: &dyn Store, run: &str, len: usize, sets: &[Vec<u8>], rng: &mut Rng) {
+    fn put(store: &dyn Store, run: &str, len: usize, sets: &[Vec<u8>], rng: &mut impl Rng) {
         for (p, set) in sets.iter().enumerate() {
             let count = (set.len() / len) as u64;
             let mut w = store.writer(run, p as u32 + 1, len, count).unwrap();
             let mut rest = set.as_slice();
             while !rest.is_empty() {
-                let k = (1 + rng.below(7) as usize).min(rest.len() / len) * len;
+                let k = (1 + rng.random_range(0..7usize)).min(rest.len() / len) * len;
                 w.write(&rest[..k]).unwrap();
                 rest = &rest[k..];
             }
@@ -372,13 +359,13 @@ mod tests {
 
     /// Random sorted sets over a pool of labels that share long prefixes (so that labels
     /// differ late), with the pool's first and last labels in every set in some cases.
-    fn random_sets(rng: &mut Rng, parties: usize, len: usize, case: usize) -> Vec<Vec<u8>> {
-        let pool_size = rng.below(60) as usize;
+    fn random_sets(rng: &mut impl Rng, parties: usize, len: usize, case: usize) -> Vec<Vec<u8>> {
+        let pool_size = rng.random_range(0..60usize);
         let pool: BTreeSet<Vec<u8>> = (0..pool_size)
             .map(|_| {
-                let mut l: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+                let mut l: Vec<u8> = (0..len).map(|_| rng.random::<u8>()).collect();
                 // Mostly a shared prefix; the last bytes vary.
-                for b in l.iter_mut().take(len - 1 - rng.below(3) as usize) {
+                for b in l.iter_mut().take(len - 1 - rng.random_range(0..3usize)) {
                     *b &= 1;
                 }
                 l
@@ -395,7 +382,7 @@ mod tests {
                     .enumerate()
                     .filter(|&(i, _)| {
                         (case.is_multiple_of(3) && (i == 0 || i + 1 == pool.len()))
-                            || rng.below(3) != 0
+                            || rng.random_range(0..3) != 0
                     })
                     .flat_map(|(_, l)| l.iter().copied())
                     .collect()
@@ -425,18 +412,18 @@ mod tests {
     #[test]
     fn disk_and_memory_stores_give_the_same_bit_vectors() {
         let dir = tempfile::tempdir().unwrap();
-        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut r = rng(11);
         let mut matched = 0;
         for (b, buffer) in [16, 33, 100, DEFAULT_BUFFER].into_iter().enumerate() {
             let disk = DiskStore::with_buffer(dir.path(), buffer).unwrap();
             for case in 0..300 {
                 let parties = 1 + case % 4;
                 let len = 5 + case % 12;
-                let sets = random_sets(&mut rng, parties, len, case);
+                let sets = random_sets(&mut r, parties, len, case);
                 let run = format!("case-{b}-{case}");
                 let memory = MemoryStore::new();
-                put(&memory, &run, len, &sets, &mut rng);
-                put(&disk, &run, len, &sets, &mut rng);
+                put(&memory, &run, len, &sets, &mut r);
+                put(&disk, &run, len, &sets, &mut r);
                 let c = counts(&sets, len);
                 let want = oracle(&sets, len);
                 assert_eq!(
@@ -490,7 +477,7 @@ mod tests {
         ];
         for (i, run) in ids.iter().enumerate() {
             let labels: Vec<u8> = (0..3u8).flat_map(|k| [i as u8, k, 0, 0, 0, 0]).collect();
-            put(&disk, run, 6, &[labels.clone(), labels], &mut Rng(7));
+            put(&disk, run, 6, &[labels.clone(), labels], &mut rng(7));
         }
         let files = tree(&inner);
         // The lock, the subdirectory and two files per run, all in the subdirectory.
@@ -518,7 +505,7 @@ mod tests {
         drop(w);
         assert_eq!(disk.files().unwrap(), 0);
         // One party finished, one half-way: `remove` deletes both.
-        put(&disk, "r", 8, &[vec![2; 8]], &mut Rng(3));
+        put(&disk, "r", 8, &[vec![2; 8]], &mut rng(3));
         let mut w = disk.writer("r", 2, 8, 100).unwrap();
         w.write(&[3; 8 * 20]).unwrap();
         disk.remove("r");
@@ -540,7 +527,7 @@ mod tests {
     fn a_run_without_all_labels_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let disk = DiskStore::open(dir.path()).unwrap();
-        put(&disk, "r", 8, &[vec![1; 16]], &mut Rng(5));
+        put(&disk, "r", 8, &[vec![1; 16]], &mut rng(5));
         let err = disk.intersect("r", 8, &[2, 1]).unwrap_err().to_string();
         assert!(
             err.contains("the labels of party 2 are not all stored"),
@@ -558,7 +545,7 @@ mod tests {
     fn open_deletes_its_leftovers_and_keeps_out_a_second_server() {
         let dir = tempfile::tempdir().unwrap();
         let disk = DiskStore::open(dir.path()).unwrap();
-        put(&disk, "r", 8, &[vec![1; 16], vec![1; 8]], &mut Rng(9));
+        put(&disk, "r", 8, &[vec![1; 16], vec![1; 8]], &mut rng(9));
         let err = DiskStore::open(dir.path()).err().unwrap().to_string();
         assert!(
             err.contains("is in use by another blindjoin server"),
