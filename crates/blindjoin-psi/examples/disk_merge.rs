@@ -1,10 +1,11 @@
 //! How fast the server-aided server's disk store intersects: two parties' N random sorted
-//! 10-byte labels each (half of them shared) written through `DiskStore` writers, then one
+//! ℓ-byte labels each (half of them shared) written through `DiskStore` writers, then one
 //! `intersect`, timed.
 //!
-//! `cargo run --release -p blindjoin-psi --example disk_merge -- [N] [DIR] [--cold]`
+//! `cargo run --release -p blindjoin-psi --example disk_merge -- [N] [DIR] [--len=ℓ] [--cold]`
 //!
-//! N defaults to 10^8, DIR to `blindjoin-disk-merge` in the temporary directory (deleted
+//! N defaults to 10^8, ℓ to 10 (5 to 16; `kmrs_semi` gives two clients of 10^9 labels 13
+//! bytes at λ = 40), DIR to `blindjoin-disk-merge` in the temporary directory (deleted
 //! afterwards). With `--cold`, the label files are synced and dropped from the page cache
 //! (`dd iflag=nocache count=0`) before the intersection, so that it reads from the disk.
 //! Run under `/usr/bin/time -v` for the peak RSS.
@@ -17,20 +18,21 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-const LEN: usize = 10;
 /// Labels per write, as the server's frames carry them.
 const BATCH: usize = 1 << 16;
 
 /// A party's labels on their way to its writer, a batch at a time.
 struct Batched {
     writer: Box<dyn LabelWriter>,
+    len: usize,
     buf: Vec<u8>,
 }
 
 impl Batched {
     fn push(&mut self, label: u128) -> Result<(), Box<dyn Error>> {
-        self.buf.extend_from_slice(&label.to_be_bytes()[16 - LEN..]);
-        if self.buf.len() == BATCH * LEN {
+        self.buf
+            .extend_from_slice(&label.to_be_bytes()[16 - self.len..]);
+        if self.buf.len() == BATCH * self.len {
             self.writer.write(&self.buf)?;
             self.buf.clear();
         }
@@ -47,6 +49,13 @@ impl Batched {
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let cold = args.iter().any(|a| a == "--cold");
+    let len: usize = match args.iter().find_map(|a| a.strip_prefix("--len=")) {
+        Some(l) => l.parse()?,
+        None => 10,
+    };
+    if !(5..=16).contains(&len) {
+        return Err("--len: 5 to 16 bytes".into());
+    }
     let mut plain = args.iter().filter(|a| !a.starts_with("--"));
     let n: u64 = match plain.next() {
         Some(s) => s.parse()?,
@@ -59,22 +68,23 @@ fn main() -> Result<(), Box<dyn Error>> {
     let store = DiskStore::open(&dir)?;
     let run = "bench";
     println!(
-        "{n} labels per party, {LEN} bytes each, 2 parties, half shared; store {}",
+        "{n} labels per party, {len} bytes each, 2 parties, half shared; store {}",
         store.describe()
     );
 
     // Shared, own to party 1, own to party 2: picked in proportion to what is left of each
-    // quota, so that each party has exactly n labels. Gaps average 2^79 / 1.5n.
+    // quota, so that each party has exactly n labels. Gaps average 2^(8ℓ-1) / 1.5n.
     let t = Instant::now();
     let writer = |party| -> Result<Batched, Box<dyn Error>> {
         Ok(Batched {
-            writer: store.writer(run, party, LEN, n)?,
-            buf: Vec::with_capacity(BATCH * LEN),
+            writer: store.writer(run, party, len, n)?,
+            len,
+            buf: Vec::with_capacity(BATCH * len),
         })
     };
     let (mut a, mut b) = (writer(1)?, writer(2)?);
     let mut quota = [n / 2, n - n / 2, n - n / 2];
-    let gap = (1u128 << 79) / (n as u128 * 3 / 2).max(1);
+    let gap = (1u128 << (8 * len - 1)) / (n as u128 * 3 / 2).max(1);
     let mut rng = blindjoin_testkit::rng(1);
     let mut x = 0u128;
     while quota.iter().any(|&q| q > 0) {
@@ -127,7 +137,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     let t = Instant::now();
     let cpu = cpu_seconds();
-    let bits = store.intersect(run, LEN, &[n, n])?;
+    let bits = store.intersect(run, len, &[n, n])?;
     let secs = t.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu;
     let matches: Vec<u64> = bits

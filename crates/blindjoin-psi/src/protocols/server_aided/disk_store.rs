@@ -4,11 +4,10 @@
 //! subdirectory `blindjoin-runs/`: a file `lock`, locked (`flock`) while the store is open, so
 //! a second server on the same directory is refused; and one file per (run, party),
 //! `<SHA-256 of the run key, hex>.p<party>.labels`, holding the party's labels exactly as they
-//! arrive: ℓ bytes each, ascending, nothing else (ℓ bytes on disk per label, 10 at 10^9 labels
-//! per client). Run keys come from clients; hashed, any key (with `/`, `..`, NUL, 200
-//! characters) names a file inside the directory. A server forgets its runs when it stops, so
-//! `open` deletes every `*.labels` file an earlier server left in `blindjoin-runs/`; other
-//! files there are left alone.
+//! arrive: ℓ bytes each, ascending, nothing else. Run keys come from clients; hashed, any key
+//! (with `/`, `..`, NUL, 200 characters) names a file inside the directory. A server forgets
+//! its runs when it stops, so `open` deletes every `*.labels` file an earlier server left in
+//! `blindjoin-runs/`; other files there are left alone.
 //!
 //! **Writing.** A writer streams the labels into its file through a buffer of
 //! [`DEFAULT_BUFFER`] bytes (4 MiB; [`DiskStore::with_buffer`] sets another size), so a writer
@@ -23,15 +22,22 @@
 //! blocks of the buffer size: the same merge as [`MemoryStore`](super::store::MemoryStore)'s.
 //! Memory: the bit vectors (count/8 bytes per party) and one buffer per party.
 //!
-//! **Measured** (2026-11-24, `/usr/bin/time -v target/release/examples/disk_merge 100000000
-//! [--cold]` after `cargo build --release -p blindjoin-psi --example disk_merge`: two parties
-//! of 10^8 random sorted 10-byte labels, half shared, on a 2-core machine whose cores other
-//! builds shared, load 8.6, so CPU time is the steadier figure): `intersect` from the page
-//! cache 1.80 s CPU (3.68 s wall), 111 M labels per CPU second, 56 M per party stream; after
-//! the files are dropped from the page cache (`--cold`) 2.77 s CPU (5.37 s wall); peak RSS
-//! 34 MB (the two bit vectors, 25 MB, and the buffers); 10.00 bytes on disk per label. At 10^9
-//! labels per client that is 20 GB of files, about 18 s of merge CPU, and 29 s to read them
-//! at this disk's 700 MB/s (`dd iflag=direct`).
+//! **Measured** (2026-11-24; `cargo build --release -p blindjoin-psi --example disk_merge`,
+//! then `/usr/bin/time -v target/release/examples/disk_merge 100000000 --len=ℓ [--cold]`: two
+//! parties of 10^8 random sorted labels, half shared; `--cold` drops the files from the page
+//! cache first; the machine's 2 cores were shared with other builds at load 9, so CPU time is
+//! the steadier figure):
+//!
+//! | ℓ | `intersect`, page cache | `intersect`, from disk |
+//! | --- | --- | --- |
+//! | 10 | 1.85 s CPU (4.64 s wall): 108 M labels per CPU second, 54 M per party stream | 4.08 s CPU (10.1 s wall) |
+//! | 13 | 1.83 s CPU (4.53 s wall) | 3.43 s CPU (9.0 s wall) |
+//!
+//! Peak RSS 34 MB (the two bit vectors, 25 MB, and the buffers); ℓ bytes on disk per label.
+//! Two clients of 10^9 labels get ℓ = 13 at λ = 40 ([`label_len`](super::labels::label_len)):
+//! 26 GB of files, about 18 s of merge CPU, and 37 s to read the files at this disk's 700 MB/s
+//! (`dd iflag=direct`).
+
 use super::store::{LabelSource, LabelWriter, Store, merge_sources};
 use blindjoin_core::{Error, Result};
 use sha2::{Digest, Sha256};
