@@ -1,6 +1,6 @@
 //! `kmrs_semi` end to end over in-memory channels: n clients, their direct links, and one
 //! [`Server`] serving every client connection on a thread of its own; the server's refusals
-//! and its bookkeeping (runs forgotten, store emptied).
+//! and its bookkeeping (runs forgotten, store emptied), on the memory and the disk store.
 
 use crate::common::BASE_CASES;
 use blindjoin_core::Error;
@@ -8,8 +8,9 @@ use blindjoin_core::channel::memory::{MemoryChannel, memory_pair};
 use blindjoin_core::channel::{Channel, FrameSender, send_msg};
 use blindjoin_core::item::items_from_records;
 use blindjoin_psi::protocols::server_aided::client::{AidedLinks, ClientOutput, Peers};
+use blindjoin_psi::protocols::server_aided::disk_store::DiskStore;
 use blindjoin_psi::protocols::server_aided::server::{Server, ServerConfig};
-use blindjoin_psi::protocols::server_aided::store::MemoryStore;
+use blindjoin_psi::protocols::server_aided::store::{MemoryStore, Store};
 use blindjoin_psi::protocols::server_aided::wire::{
     MSG_LABELS, MSG_SUBMIT, Status, Submit, WIRE_VERSION, recv_status,
 };
@@ -382,15 +383,21 @@ fn a_run_that_does_not_complete_in_time_fails_and_is_forgotten() {
     assert_eq!(st, Status::Accepted);
 }
 
-#[test]
-fn a_client_that_disconnects_ends_the_run_with_a_clear_error() {
-    let (srv, store) = server(quick());
-    // Party 1 has sent its labels and waits; party 2 is accepted, then its connection drops.
+/// Party 1 has sent its labels and waits; party 2 is accepted, sends 100 of its 1000 labels,
+/// then its connection drops: party 1 hears why, and `held` (the label sets or files the
+/// store holds), `before` while both parties are in, is 0 afterwards.
+fn disconnect_mid_labels(store: Arc<dyn Store>, held: &dyn Fn() -> usize, before: usize) {
+    let srv = Arc::new(Server::new(store, quick()));
     let (mut c1, st, h1) = raw_submit(&srv, &submit("d", 1, 1));
     assert_eq!(st, Status::Accepted);
     c1.send(MSG_LABELS, &[5; 8]).unwrap();
-    let (c2, st, h2) = raw_submit(&srv, &submit("d", 2, 1));
+    let (mut c2, st, h2) = raw_submit(&srv, &submit("d", 2, 1000));
     assert_eq!(st, Status::Accepted);
+    let labels: Vec<u8> = (0..100u64).flat_map(|v| v.to_be_bytes()).collect();
+    c2.send(MSG_LABELS, &labels).unwrap();
+    while held() < before {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     drop(c2);
     h2.join().unwrap();
     let why = refusal_after_waiting(&mut c1);
@@ -398,7 +405,58 @@ fn a_client_that_disconnects_ends_the_run_with_a_clear_error() {
     assert!(why.contains("closed the connection"), "{why}");
     h1.join().unwrap();
     assert_eq!(srv.runs(), 0);
-    assert!(store.is_empty());
+    assert_eq!(held(), 0);
+}
+
+#[test]
+fn a_client_that_disconnects_ends_the_run_with_a_clear_error() {
+    // In memory, party 1's finished set; on disk, its file and party 2's partial one.
+    let memory = Arc::new(MemoryStore::new());
+    disconnect_mid_labels(memory.clone(), &|| memory.len(), 1);
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(DiskStore::with_buffer(dir.path(), 64).unwrap());
+    disconnect_mid_labels(disk.clone(), &|| disk.files().unwrap(), 2);
+}
+
+/// The same runs on a server over a [`DiskStore`] (read buffers of a few labels, so that a set
+/// spans many blocks) and over a [`MemoryStore`]: the same rows; no label file left behind.
+#[test]
+fn a_disk_store_gives_the_rows_of_the_memory_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(DiskStore::with_buffer(dir.path(), 100).unwrap());
+    let on_disk = Server::new(disk.clone(), quick());
+    let (in_memory, _) = server(quick());
+    let mut cases: Vec<Vec<Records>> = BASE_CASES
+        .iter()
+        .enumerate()
+        .map(|(k, &(n1, n2, overlap))| {
+            let (a, b) = sets_with_overlap(n1, n2, overlap, 700 + k as u64);
+            vec![a, b]
+        })
+        .collect();
+    let (a, b) = sets_with_overlap(300, 200, 120, 800);
+    let (c, _) = sets_with_overlap(250, 1, 0, 801);
+    let mut seen = HashSet::new();
+    let third: Records = a[..150]
+        .iter()
+        .chain(&b[..60])
+        .chain(&c)
+        .filter(|r| seen.insert(r.to_vec()))
+        .cloned()
+        .collect();
+    cases.push(vec![a, b, third]);
+    for (k, sets) in cases.iter().enumerate() {
+        let run = format!("disk-{k}");
+        let want = run_clients(&in_memory, &run, sets);
+        let got = run_clients(&on_disk, &run, sets);
+        for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+            let (w, g) = (w.as_ref().unwrap(), g.as_ref().unwrap());
+            assert_eq!(g.indices, w.indices, "case {k}, client {}", i + 1);
+            assert_eq!(g.indices, expected(sets, i), "case {k}, client {}", i + 1);
+        }
+        assert_eq!(disk.files().unwrap(), 0, "case {k}");
+    }
+    assert_eq!(on_disk.runs(), 0);
 }
 
 #[test]

@@ -4,7 +4,9 @@
 //! Every client sends its labels in ascending order (checked by the server before a label
 //! reaches a store), so a store holds sorted runs and intersects by merging: one pass over
 //! every party's labels, no hash table, and each party's bit vector comes out in the order of
-//! its own labels. [`MemoryStore`] keeps the labels in memory (ℓ bytes per label).
+//! its own labels. [`MemoryStore`] keeps the labels in memory (ℓ bytes per label),
+//! [`DiskStore`](super::disk_store::DiskStore) in files; both intersect with [`merge_sources`],
+//! which reads every party's labels through a [`LabelSource`], a block at a time.
 
 use blindjoin_core::{Error, Result};
 use std::collections::HashMap;
@@ -135,42 +137,200 @@ impl LabelWriter for MemoryWriter {
 }
 
 /// Intersects sorted label sets (each `label_len`-byte labels, strictly ascending): the bit
-/// vector of every set, bit k set iff its label k is in every set. One merge pass: the
-/// cursors advance to the largest current label; where all agree, every set has it.
+/// vector of every set, bit k set iff its label k is in every set. [`merge_sources`] over the
+/// sets in memory.
 pub fn merge(sets: &[&[u8]], label_len: usize) -> Vec<Vec<u8>> {
-    let counts: Vec<usize> = sets.iter().map(|s| s.len() / label_len).collect();
-    let mut bits: Vec<Vec<u8>> = counts.iter().map(|c| vec![0u8; c.div_ceil(8)]).collect();
-    if sets.is_empty() || counts.contains(&0) {
-        return bits;
+    let counts: Vec<u64> = sets
+        .iter()
+        .map(|s| (s.len() / label_len.max(1)) as u64)
+        .collect();
+    let sources = sets.iter().map(|s| SliceSource::new(s)).collect();
+    match merge_sources(sources, &counts, label_len) {
+        Ok(bits) => bits,
+        Err(never) => match never {},
     }
-    let label = |p: usize, k: usize| &sets[p][k * label_len..(k + 1) * label_len];
-    let mut pos = vec![0usize; sets.len()];
-    'merge: loop {
-        let max = (0..sets.len())
-            .map(|p| label(p, pos[p]))
-            .max()
-            .unwrap_or_default();
+}
+
+/// One party's sorted labels, read block by block: each block holds whole labels of the
+/// store's label length, ascending, and follows the previous one. What [`merge_sources`] reads,
+/// from memory ([`SliceSource`]) or from a file (the disk store's).
+pub trait LabelSource {
+    /// What reading a block can fail with.
+    type Error;
+
+    /// Moves to the next block; `false` once the labels are exhausted.
+    fn next_block(&mut self) -> std::result::Result<bool, Self::Error>;
+
+    /// The current block (empty before the first [`next_block`](Self::next_block)).
+    fn block(&self) -> &[u8];
+}
+
+/// Labels in one slice: a single block.
+pub struct SliceSource<'a> {
+    labels: &'a [u8],
+    started: bool,
+}
+
+impl<'a> SliceSource<'a> {
+    /// The labels of `labels`, as one block.
+    pub fn new(labels: &'a [u8]) -> Self {
+        SliceSource {
+            labels,
+            started: false,
+        }
+    }
+}
+
+impl LabelSource for SliceSource<'_> {
+    type Error = std::convert::Infallible;
+
+    fn next_block(&mut self) -> std::result::Result<bool, Self::Error> {
+        let first = !self.started;
+        self.started = true;
+        Ok(first)
+    }
+
+    fn block(&self) -> &[u8] {
+        if self.started { self.labels } else { &[] }
+    }
+}
+
+/// A position in one party's labels: the current label as a big-endian integer (a label of
+/// ℓ ≤ 16 bytes compares as its u128 value, so the merge compares integers, not slices).
+struct Cursor<S> {
+    src: S,
+    len: usize,
+    /// 128 − 8ℓ: the bits below a label read as 16 bytes.
+    shift: u32,
+    /// Byte offset of the current label in the block.
+    off: usize,
+    /// The block's length in bytes.
+    end: usize,
+    /// Index of the current label in the party's whole set.
+    pos: u64,
+    key: u128,
+}
+
+impl<S: LabelSource> Cursor<S> {
+    /// At the first label; `None` if there is none.
+    fn start(src: S, len: usize) -> std::result::Result<Option<Self>, S::Error> {
+        let mut c = Cursor {
+            src,
+            len,
+            shift: 128 - 8 * len as u32,
+            off: 0,
+            end: 0,
+            pos: 0,
+            key: 0,
+        };
+        Ok(c.refill()?.then_some(c))
+    }
+
+    /// The label at byte `off` of the block: 16 bytes read at once where the block has them.
+    #[inline(always)]
+    fn decode(&self) -> u128 {
+        let block = self.src.block();
+        match block.get(self.off..).and_then(<[u8]>::first_chunk::<16>) {
+            Some(b) => u128::from_be_bytes(*b) >> self.shift,
+            None => {
+                let mut b = [0u8; 16];
+                b[..self.len].copy_from_slice(&block[self.off..self.off + self.len]);
+                u128::from_be_bytes(b) >> self.shift
+            }
+        }
+    }
+
+    /// Moves to the next label; `false` at the end.
+    #[inline(always)]
+    fn step(&mut self) -> std::result::Result<bool, S::Error> {
+        self.pos += 1;
+        self.off += self.len;
+        if self.off + self.len <= self.end {
+            self.key = self.decode();
+            return Ok(true);
+        }
+        self.refill()
+    }
+
+    /// Moves to the first label of the next non-empty block.
+    #[cold]
+    fn refill(&mut self) -> std::result::Result<bool, S::Error> {
+        loop {
+            if !self.src.next_block()? {
+                return Ok(false);
+            }
+            self.end = self.src.block().len();
+            self.off = 0;
+            if self.len <= self.end {
+                self.key = self.decode();
+                return Ok(true);
+            }
+        }
+    }
+}
+
+/// Intersects sorted label sets read from `sources` (party p's `counts[p]` labels of
+/// `label_len` ≤ 16 bytes, strictly ascending): every party's bit vector, bit k (byte k/8, bit
+/// k%8) set iff its label k is in every set. One merge pass: the cursors advance to the largest
+/// current label; where all agree, every set has it; the pass ends with the first set
+/// exhausted. Memory: the bit vectors and the sources' blocks.
+pub fn merge_sources<S: LabelSource>(
+    sources: Vec<S>,
+    counts: &[u64],
+    label_len: usize,
+) -> std::result::Result<Vec<Vec<u8>>, S::Error> {
+    let mut bits: Vec<Vec<u8>> = counts
+        .iter()
+        .map(|&c| vec![0u8; c.div_ceil(8) as usize])
+        .collect();
+    if !(1..=16).contains(&label_len) || sources.is_empty() {
+        return Ok(bits);
+    }
+    let mut cursors = Vec::with_capacity(sources.len());
+    for src in sources {
+        match Cursor::start(src, label_len)? {
+            Some(c) => cursors.push(c),
+            None => return Ok(bits),
+        }
+    }
+    // Two parties, the usual case, as an array: the loops over the cursors unroll.
+    match <[Cursor<S>; 2]>::try_from(cursors) {
+        Ok(mut two) => merge_cursors(&mut two, &mut bits)?,
+        Err(mut any) => merge_cursors(&mut any, &mut bits)?,
+    }
+    Ok(bits)
+}
+
+/// The merge pass of [`merge_sources`] from the cursors' first labels.
+#[inline(always)]
+fn merge_cursors<S: LabelSource>(
+    cursors: &mut [Cursor<S>],
+    bits: &mut [Vec<u8>],
+) -> std::result::Result<(), S::Error> {
+    loop {
+        let max = cursors.iter().map(|c| c.key).max().unwrap_or_default();
         let mut all = true;
-        for p in 0..sets.len() {
-            while label(p, pos[p]) < max {
-                pos[p] += 1;
-                if pos[p] == counts[p] {
-                    break 'merge;
+        for c in cursors.iter_mut() {
+            while c.key < max {
+                if !c.step()? {
+                    return Ok(());
                 }
             }
-            all &= label(p, pos[p]) == max;
+            all &= c.key == max;
         }
         if all {
-            for p in 0..sets.len() {
-                bits[p][pos[p] / 8] |= 1 << (pos[p] % 8);
-                pos[p] += 1;
+            let mut ended = false;
+            for (c, b) in cursors.iter_mut().zip(bits.iter_mut()) {
+                if let Some(byte) = b.get_mut((c.pos / 8) as usize) {
+                    *byte |= 1 << (c.pos % 8);
+                }
+                ended |= !c.step()?;
             }
-            if (0..sets.len()).any(|p| pos[p] == counts[p]) {
-                break;
+            if ended {
+                return Ok(());
             }
         }
     }
-    bits
 }
 
 #[cfg(test)]
