@@ -9,12 +9,13 @@ use crate::link::{TlsChoice, parse_duration, show_duration};
 use blindjoin_core::channel::clock::Limits;
 use blindjoin_core::channel::tls::{self, Fingerprint, PeerCheck};
 use blindjoin_core::transport;
+use blindjoin_psi::protocols::server_aided::disk_store::DiskStore;
 use blindjoin_psi::protocols::server_aided::server::{SERVED, Server, ServerConfig};
 use blindjoin_psi::protocols::server_aided::store::{MemoryStore, Store};
 use clap::Args;
 use std::net::TcpListener;
 use std::ops::ControlFlow;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -71,12 +72,15 @@ pub struct ServerArgs {
 /// Opens the store `spec` names.
 pub fn open_store(spec: &str, run_timeout: Duration) -> CliResult<Arc<dyn Store>> {
     let _ = run_timeout;
-    match spec {
-        "memory" => Ok(Arc::new(MemoryStore::new())),
-        other => Err(CliError::Usage(format!(
-            "--store `{other}`: use memory, disk:DIR or redis://HOST:PORT"
-        ))),
+    if spec == "memory" {
+        return Ok(Arc::new(MemoryStore::new()));
     }
+    if let Some(dir) = spec.strip_prefix("disk:").filter(|d| !d.is_empty()) {
+        return Ok(Arc::new(DiskStore::open(Path::new(dir))?));
+    }
+    Err(CliError::Usage(format!(
+        "--store `{spec}`: use memory, disk:DIR or redis://HOST:PORT"
+    )))
 }
 
 /// Runs `blindjoin server` until the process is stopped.

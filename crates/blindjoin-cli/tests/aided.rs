@@ -214,8 +214,8 @@ fn three_sets() -> Vec<Vec<u32>> {
     ]
 }
 
-#[test]
-fn two_and_three_clients_write_the_exact_rows() {
+/// Runs of 2 and 3 clients on a server with `store`: every client's exact rows.
+fn exact_rows_on(store: &str) {
     let dir = tempfile::tempdir().unwrap();
     let sets = three_sets();
     let inputs: Vec<PathBuf> = (0..3)
@@ -226,7 +226,7 @@ fn two_and_three_clients_write_the_exact_rows() {
             p
         })
         .collect();
-    let server = Listening::server(&["-q"]);
+    let server = Listening::server(&["-q", "--store", store]);
     for n in [2usize, 3] {
         let outputs: Vec<PathBuf> = (0..n)
             .map(|i| dir.path().join(format!("out{n}-{i}.csv")))
@@ -251,6 +251,24 @@ fn two_and_three_clients_write_the_exact_rows() {
         );
     }
     server.kill();
+}
+
+#[test]
+fn two_and_three_clients_write_the_exact_rows() {
+    exact_rows_on("memory");
+}
+
+#[test]
+fn the_disk_store_gives_the_same_rows_and_keeps_no_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    exact_rows_on(&format!("disk:{}", s(dir.path())));
+    let runs = dir.path().join("blindjoin-runs");
+    let left: Vec<_> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".labels"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]
