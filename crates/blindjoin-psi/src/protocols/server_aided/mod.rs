@@ -41,6 +41,8 @@
 pub mod client;
 pub mod kmrs_semi;
 pub mod labels;
+#[cfg(feature = "redis-store")]
+pub mod redis_store;
 pub mod server;
 pub mod store;
 pub mod wire;
