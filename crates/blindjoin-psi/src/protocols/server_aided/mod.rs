@@ -4,7 +4,8 @@
 //! n ≥ 2 clients and one untrusted server. The clients share a key K that the server never
 //! sees, send the server their elements' labels F_K(x), and the server, which sees only
 //! pseudorandom labels, intersects them and tells each client which of its labels every client
-//! has. The server does no cryptography; its store is pluggable ([`store`]).
+//! has. The server does no cryptography; its store is pluggable ([`store`]: in memory, or in
+//! Redis with the `redis-store` feature).
 //!
 //! | protocol | paper | security |
 //! | --- | --- | --- |

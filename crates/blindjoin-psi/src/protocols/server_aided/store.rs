@@ -4,7 +4,8 @@
 //! Every client sends its labels in ascending order (checked by the server before a label
 //! reaches a store), so a store holds sorted runs and intersects by merging: one pass over
 //! every party's labels, no hash table, and each party's bit vector comes out in the order of
-//! its own labels. [`MemoryStore`] keeps the labels in memory (ℓ bytes per label).
+//! its own labels. [`MemoryStore`] keeps the labels in memory (ℓ bytes per label);
+//! `redis_store::RedisStore` (feature `redis-store`) keeps them in Redis.
 
 use blindjoin_core::{Error, Result};
 use std::collections::HashMap;
@@ -26,7 +27,8 @@ pub trait Store: Send + Sync {
     ) -> Result<Box<dyn LabelWriter>>;
 
     /// With the labels of parties 1..=`counts.len()` stored: each party's bit vector, bit k
-    /// (byte k/8, bit k%8) set iff its k-th label is in every party's set.
+    /// (byte k/8, bit k%8) set iff its k-th label is in every party's set. The server calls it
+    /// once per run; a store may use up what it built for it (`RedisStore` drops party 1's set).
     fn intersect(&self, run: &str, label_len: usize, counts: &[u64]) -> Result<Vec<Vec<u8>>>;
 
     /// Forgets everything of `run` (also of a half-finished run).
