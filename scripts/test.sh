@@ -8,6 +8,18 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# The server-aided PSI server's Redis store is tested against a real redis-server (each test
+# starts its own on a free loopback port); Debian's package is enough.
+if ! command -v redis-server >/dev/null 2>&1; then
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "scripts/test.sh: redis-server is missing; install it (Debian: apt-get install redis-server)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq redis-server >&2
+fi
+
 # Lints and formatting are part of the test: a warning fails the run.
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

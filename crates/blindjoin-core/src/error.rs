@@ -109,6 +109,10 @@ pub enum Error {
     /// the message states the probability the parameters give this event.
     #[error("{0}")]
     HashingFailed(String),
+    /// The server's label store (e.g. Redis) is unreachable or failed a command; the message
+    /// names the store and what it was doing.
+    #[error("label store: {0}")]
+    Store(String),
     /// The run was stopped on our side before the peer was reached (an input error, or the
     /// user interrupted it).
     #[error("stopped before the peer was reached")]

@@ -30,7 +30,7 @@ fn server(cfg: ServerConfig) -> (Arc<Server>, Arc<MemoryStore>) {
     (Arc::new(Server::new(store.clone(), cfg)), store)
 }
 
-fn quick() -> ServerConfig {
+pub(crate) fn quick() -> ServerConfig {
     ServerConfig {
         keepalive: Duration::from_millis(50),
         ..ServerConfig::default()
@@ -39,7 +39,7 @@ fn quick() -> ServerConfig {
 
 /// Runs one `kmrs_semi` run of `sets.len()` clients on `server` (client i's records
 /// `sets[i]`), each client's server connection served on a thread of its own.
-fn run_clients(
+pub(crate) fn run_clients(
     server: &Server,
     run: &str,
     sets: &[Vec<Vec<u8>>],
@@ -105,7 +105,7 @@ fn run_clients(
 }
 
 /// The indices of `sets[i]`'s records that every set holds.
-fn expected(sets: &[Vec<Vec<u8>>], i: usize) -> Vec<usize> {
+pub(crate) fn expected(sets: &[Vec<Vec<u8>>], i: usize) -> Vec<usize> {
     let others: Vec<HashSet<&Vec<u8>>> = sets.iter().map(|s| s.iter().collect()).collect();
     sets[i]
         .iter()
@@ -210,7 +210,7 @@ fn a_hundred_concurrent_runs_each_get_their_own_result() {
 }
 
 /// A raw client: sends `submit` and returns the channel after the server's first status.
-fn raw_submit(
+pub(crate) fn raw_submit(
     srv: &Arc<Server>,
     submit: &Submit,
 ) -> (MemoryChannel, Status, std::thread::JoinHandle<()>) {
@@ -224,7 +224,7 @@ fn raw_submit(
     (c, st, h)
 }
 
-fn submit(run: &str, party: u32, count: u64) -> Submit {
+pub(crate) fn submit(run: &str, party: u32, count: u64) -> Submit {
     Submit {
         version: WIRE_VERSION,
         protocol: kmrs_semi::NAME.to_owned(),
@@ -238,7 +238,7 @@ fn submit(run: &str, party: u32, count: u64) -> Submit {
 }
 
 /// The refusal a waiting client receives after its keep-alives.
-fn refusal_after_waiting(c: &mut MemoryChannel) -> String {
+pub(crate) fn refusal_after_waiting(c: &mut MemoryChannel) -> String {
     loop {
         match recv_status(c).unwrap() {
             Status::Waiting { .. } => {}

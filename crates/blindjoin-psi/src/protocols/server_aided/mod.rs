@@ -4,8 +4,8 @@
 //! n ≥ 2 clients and one untrusted server. The clients share a key K that the server never
 //! sees, send the server their elements' labels F_K(x), and the server, which sees only
 //! pseudorandom labels, intersects them and tells each client which of its labels every client
-//! has. The server does no cryptography; its store is pluggable ([`store`]; [`disk_store`] for
-//! label sets larger than memory).
+//! has. The server does no cryptography; its store is pluggable ([`store`]: in memory;
+//! [`disk_store`] for label sets larger than memory; in Redis with the `redis-store` feature).
 //!
 //! | protocol | paper | security |
 //! | --- | --- | --- |
@@ -44,6 +44,8 @@ pub mod disk_store;
 pub mod kmrs_semi;
 pub mod labels;
 pub mod plain;
+#[cfg(feature = "redis-store")]
+pub mod redis_store;
 pub mod server;
 pub mod store;
 pub mod wire;

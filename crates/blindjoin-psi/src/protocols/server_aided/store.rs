@@ -7,6 +7,7 @@
 //! its own labels. [`MemoryStore`] keeps the labels in memory (ℓ bytes per label),
 //! [`DiskStore`](super::disk_store::DiskStore) in files; both intersect with [`merge_sources`],
 //! which reads every party's labels through a [`LabelSource`], a block at a time.
+//! `redis_store::RedisStore` (feature `redis-store`) keeps them in Redis and intersects there.
 
 use blindjoin_core::{Error, Result};
 use std::collections::HashMap;
@@ -28,7 +29,8 @@ pub trait Store: Send + Sync {
     ) -> Result<Box<dyn LabelWriter>>;
 
     /// With the labels of parties 1..=`counts.len()` stored: each party's bit vector, bit k
-    /// (byte k/8, bit k%8) set iff its k-th label is in every party's set.
+    /// (byte k/8, bit k%8) set iff its k-th label is in every party's set. The server calls it
+    /// once per run; a store may use up what it built for it (`RedisStore` drops party 1's set).
     fn intersect(&self, run: &str, label_len: usize, counts: &[u64]) -> Result<Vec<Vec<u8>>>;
 
     /// Forgets everything of `run` (also of a half-finished run).
