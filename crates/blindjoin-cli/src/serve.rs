@@ -71,16 +71,37 @@ pub struct ServerArgs {
 
 /// Opens the store `spec` names.
 pub fn open_store(spec: &str, run_timeout: Duration) -> CliResult<Arc<dyn Store>> {
-    let _ = run_timeout;
     if spec == "memory" {
         return Ok(Arc::new(MemoryStore::new()));
     }
     if let Some(dir) = spec.strip_prefix("disk:").filter(|d| !d.is_empty()) {
         return Ok(Arc::new(DiskStore::open(Path::new(dir))?));
     }
+    if spec.starts_with("redis://")
+        || spec.starts_with("rediss://")
+        || spec.starts_with("redis+unix://")
+    {
+        return redis_store(spec, run_timeout);
+    }
     Err(CliError::Usage(format!(
         "--store `{spec}`: use memory, disk:DIR or redis://HOST:PORT"
     )))
+}
+
+/// A Redis store whose keys outlive a run's timeout by a minute (the first party's labels wait
+/// that long for the last party's) and then expire, also if this server dies.
+#[cfg(feature = "redis-store")]
+fn redis_store(url: &str, run_timeout: Duration) -> CliResult<Arc<dyn Store>> {
+    use blindjoin_psi::protocols::server_aided::redis_store::RedisStore;
+    let ttl = run_timeout + Duration::from_secs(60);
+    Ok(Arc::new(RedisStore::connect(url, ttl)?))
+}
+
+#[cfg(not(feature = "redis-store"))]
+fn redis_store(_url: &str, _run_timeout: Duration) -> CliResult<Arc<dyn Store>> {
+    Err(CliError::Usage(
+        "this blindjoin was built without the redis-store feature".into(),
+    ))
 }
 
 /// Runs `blindjoin server` until the process is stopped.

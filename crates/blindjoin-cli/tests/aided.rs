@@ -259,6 +259,12 @@ fn two_and_three_clients_write_the_exact_rows() {
 }
 
 #[test]
+fn the_redis_store_gives_the_same_rows() {
+    let redis = blindjoin_testkit::redis::RedisServer::start().unwrap();
+    exact_rows_on(&redis.url());
+}
+
+#[test]
 fn the_disk_store_gives_the_same_rows_and_keeps_no_labels() {
     let dir = tempfile::tempdir().unwrap();
     exact_rows_on(&format!("disk:{}", s(dir.path())));

@@ -11,6 +11,7 @@
 //!   one direction.
 #![deny(missing_docs)]
 
+pub mod redis;
 pub mod relay;
 
 use blindjoin_core::Result;

@@ -17,75 +17,20 @@ use blindjoin_psi::protocols::server_aided::store::{MemoryStore, Store};
 use blindjoin_psi::protocols::server_aided::wire::{MSG_LABELS, Status};
 use blindjoin_testkit::{oracle, sets_with_overlap};
 use std::collections::BTreeSet;
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// A `redis-server` of this test's own, killed on drop.
-struct RedisServer {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
+/// A `redis-server` of this test's own (see `blindjoin_testkit::redis`), with the store's
+/// view of it.
+struct RedisServer(blindjoin_testkit::redis::RedisServer);
 
 impl RedisServer {
     fn start() -> RedisServer {
-        if Command::new("redis-server")
-            .arg("--version")
-            .stdout(Stdio::null())
-            .status()
-            .is_err()
-        {
-            panic!(
-                "redis-server is not installed; the Redis store tests need it on PATH \
-                 (`apt-get install redis-server`, or run `bash scripts/test.sh`, which installs it)"
-            );
-        }
-        // The free port can be taken between our probe and the server's bind: try again.
-        for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            let dir = tempfile::tempdir().unwrap();
-            let mut child = Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--save", "", "--appendonly", "no"])
-                .arg("--dir")
-                .arg(dir.path())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let mut server = RedisServer {
-                child,
-                port,
-                _dir: dir,
-            };
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while Instant::now() < deadline {
-                if server.child.try_wait().unwrap().is_some() {
-                    break;
-                }
-                let pong = redis::Client::open(server.url())
-                    .and_then(|c| c.get_connection_with_timeout(Duration::from_millis(200)))
-                    .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
-                if pong.is_ok_and(|p| p == "PONG") {
-                    return server;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            child = std::mem::replace(&mut server.child, Command::new("true").spawn().unwrap());
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        panic!("redis-server did not answer PING on a loopback port in 5 tries");
+        RedisServer(blindjoin_testkit::redis::RedisServer::start().unwrap())
     }
 
     fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        self.0.url()
     }
 
     fn conn(&self) -> redis::Connection {
@@ -108,13 +53,6 @@ impl RedisServer {
 
     fn dbsize(&self) -> u64 {
         redis::cmd("DBSIZE").query(&mut self.conn()).unwrap()
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -496,10 +434,10 @@ fn connect_fails_with_one_clear_line() {
     let redis = RedisServer::start();
     assert!(redis.store(HOUR).describe().starts_with(&format!(
         "redis at 127.0.0.1:{} (keys blindjoin:",
-        redis.port
+        redis.0.port()
     )));
     // A port nothing listens on: the one of a server just stopped.
-    let port = redis.port;
+    let port = redis.0.port();
     drop(redis);
     let e = RedisStore::connect(&format!("redis://127.0.0.1:{port}"), HOUR)
         .err()
