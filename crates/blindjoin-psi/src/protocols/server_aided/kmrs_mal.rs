@@ -183,7 +183,7 @@ const CHUNK: usize = 1 << 12;
 
 /// The labels of party `party`'s `items` and of the dummy sets D0 and D_party under `key` (see
 /// the module doc), truncated to `len` bytes and sorted, each with its tag: the item's row for
-/// the copies of an element, [`COMMON`] for D0, [`OWN`] for D_party. `InvalidParam` if two
+/// the copies of an element, `COMMON` for D0, `OWN` for D_party. `InvalidParam` if two
 /// labels agree (probability at most 2^-λ by [`label_len`]).
 pub fn mal_labels(
     key: Block,

@@ -51,7 +51,7 @@
 //! 1. *Key* (A7.1): `kmrs_semi`: P1 samples K and sends it to each client over the direct link
 //!    (TLS between organisations, as Fig. 1 has it); with it, every set size, from the
 //!    handshakes. `kmrs_mal`: F_CT of Fig. 2 step 3 is a hash-commitment coin toss over the
-//!    same links ([`client::coin_toss`]), so K is uniform even if a client deviates (Thm. 3);
+//!    same links (`client::coin_toss`), so K is uniform even if a client deviates (Thm. 3);
 //!    for n > 2 clients P1 relays the shares, which the paper's two-party figure does not need.
 //!    The clients also announce a key check (8 bytes of SHA-256 of K) to the server, which
 //!    refuses a run whose clients hold different keys, so that a client that deviated in the
