@@ -722,6 +722,51 @@ fn mal_a_cheating_server_is_caught() {
     }
 }
 
+/// With three clients the server sees which clients share each label. Clients 1 and 2 share
+/// one element that client 3 lacks; a server that marks every label only 1 and 2 share (so that
+/// the element looks common to all three) would succeed for certain against dummy sets D0 and
+/// D_i alone. The dummy set of {1, 2} gives that pattern t more labels, which the server marks
+/// too: 1 and 2 catch it; 3, answered honestly, gets its row.
+#[test]
+fn mal_a_server_that_uses_the_sub_intersections_is_caught() {
+    let store = Arc::new(CheatingStore::new(Box::new(|bits, sets, len| {
+        let has = |p: usize, l: &[u8]| sets[p].chunks_exact(len).position(|x| x == l);
+        let pair: Vec<Vec<u8>> = sets[0]
+            .chunks_exact(len)
+            .filter(|l| has(1, l).is_some() && has(2, l).is_none())
+            .map(<[u8]>::to_vec)
+            .collect();
+        // The element's 3 copies and D_{1,2}'s 16 dummies.
+        assert_eq!(pair.len(), 3 + 16);
+        for l in &pair {
+            for (p, b) in bits.iter_mut().enumerate().take(2) {
+                let k = has(p, l).unwrap();
+                assert!(!bit(b, k));
+                flip(b, k);
+            }
+        }
+    })));
+    let srv = Server::new(store.clone(), quick());
+    let r = |s: &str| s.as_bytes().to_vec();
+    let sets: Vec<Records> = vec![
+        vec![r("all"), r("one and two"), r("only one")],
+        vec![r("only two"), r("one and two"), r("all")],
+        vec![r("all"), r("only three")],
+    ];
+    let out = run_mal(&srv, "pattern", &sets, &mal(3, 16), 0);
+    for o in &out[..2] {
+        match o {
+            Err(e @ Error::ServerCheated(_)) => assert!(
+                e.to_string()
+                    .contains("16 of the 48 labels of the dummy sets that not every client sends"),
+                "{e}"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(out[2].as_ref().unwrap().indices, vec![0]);
+}
+
 /// The probability of catching the server, measured. Covert parameters λ = t = 2, two clients
 /// sharing k = 1 element: the intersection holds 2k + t = 4 labels (the element's 2 copies and
 /// D0's 2), which the server cannot tell apart. A server that omits a uniformly random pair of

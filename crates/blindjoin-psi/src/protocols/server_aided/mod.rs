@@ -24,17 +24,17 @@
 //!
 //! | step | from → to | content |
 //! | --- | --- | --- |
-//! | 1-2 | none | D0, D1, …, Dn: t dummies each, derived from K (see step 3) |
+//! | 1-2 | none | the dummy sets: D_A of t dummies for every set A of clients, derived from K (see step 3); D0 = D_{all n} |
 //! | 3 | P1 → every P_i | a hash commitment to P1's key share r_1 |
 //! | 3 | every P_i → P1 | its party index and key share r_i |
 //! | 3 | P1 → every P_i | r_1, …, r_n (P_i checks r_1 against the commitment, and its own r_i) and every set size; K = H(run, r_1, …, r_n) |
-//! | 4 | every client → server | T_i = the labels of λ copies of each element, of D0 and of D_i, ascending, and a key check H'(K) |
+//! | 4 | every client → server | T_i = the labels of λ copies of each element and of D_A for every A that holds i (D0 and D_i for n = 2), ascending, and a key check H'(K) |
 //! | 5 | server → every client | a bit vector over T_i |
-//! | 6 | every client | aborts with "the server cheated" unless all D0 bits are set, no D_i bit is set and each element's λ bits are equal |
+//! | 6 | every client | aborts with "the server cheated" unless all D0 bits are set, no other dummy bit is set and each element's λ bits are equal |
 //! | 7 | every client | the rows whose λ bits are set |
 //!
 //! **What the server learns** (both): every client's set size |T_i| (for `kmrs_mal` λ|S_i| +
-//! 2t, so |S_i|), the intersection's size, and, with n > 2 clients, the size of every
+//! 2^(n−1)·t, so |S_i|), the intersection's size, and, with n > 2 clients, the size of every
 //! sub-intersection (labels are deterministic under K, so it sees which labels any subset of
 //! clients share). Nothing else: the labels are PRF outputs under a key it does not have, and
 //! the dummies look like elements. A fresh K per run keeps runs unlinkable. The clients learn
@@ -72,8 +72,13 @@
 //! 6. *Dummy sets* (A7.5): the §2.2 text variant, not P1's choice checked by P2: the dummies
 //!    are PRF values under the coin-tossed K of a domain (top bit set) disjoint from the
 //!    elements', so step 2's check holds by construction.
-//! 7. *n clients* (`kmrs_mal`): Fig. 2 has two; here every client sends D0 and its own D_i, so
-//!    D0 is in the intersection and each D_i in none, as in the figure.
+//! 7. *n clients* (`kmrs_mal`): Fig. 2 has two. With n clients the server sees which clients
+//!    share each label, so D0 and one D_i per client would leave the labels that some but not
+//!    all clients share without dummies (all copies of real elements, which the server could
+//!    add to the intersection undetected). Each client therefore sends a dummy set D_A for
+//!    every set A of clients that holds it, 2^(n−1) sets of t labels, D_{all n} = D0 in the
+//!    intersection and every other D_A in none; for n = 2 that is exactly Fig. 2's D0 and D_i.
+//!    The cost doubles with each client (`kmrs_mal::label_count`).
 //! 8. *Parameters* (A7.7): [`RunOptions::copies`](crate::RunOptions::copies) and
 //!    [`RunOptions::dummies`](crate::RunOptions::dummies), default 3 and 2^20 (§4.4's t = 10^6
 //!    gives 2^-39.86, short of λ = 40); parameters above 2^-λ need
