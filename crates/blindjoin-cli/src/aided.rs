@@ -60,6 +60,17 @@ pub struct AidedArgs {
     /// λ.
     #[command(flatten)]
     pub lambda: LambdaOpts,
+    /// kmrs_mal: copies of each element (KMRS14's λ; every client the same).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub copies: u32,
+    /// kmrs_mal: labels in each dummy set (KMRS14's t; every client the same).
+    #[arg(long, value_name = "N", default_value = "2^20", value_parser = parse_count)]
+    pub dummies: u64,
+    /// kmrs_mal: accept --copies and --dummies that catch a cheating server with probability
+    /// below 1 − 2^-λ (covert security: e.g. --copies 2 --dummies 2 catches it with
+    /// probability 1/2).
+    #[arg(long)]
+    pub covert: bool,
     /// Our certificate (PEM), from `blindjoin keygen`.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -291,6 +302,9 @@ pub fn run(a: &AidedArgs) -> CliResult<()> {
     let (mut server_cfg, mut peer_cfg) = a.link_configs()?;
     a.lambda.warn_weak();
     let mut opts = a.lambda.run_options();
+    opts.copies = a.copies;
+    opts.dummies = a.dummies;
+    opts.covert = a.covert;
     blindjoin_psi::check_security(a.protocol, &opts)?;
     let cancel = Arc::new(AtomicBool::new(false));
     server_cfg.cancel = Some(cancel.clone());

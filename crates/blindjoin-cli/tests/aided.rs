@@ -138,9 +138,16 @@ fn client_args(
 }
 
 /// Runs clients 1..=n on `inputs` against `server`; returns their outputs (party 1 first).
-fn run_clients(server: &str, run: &str, inputs: &[PathBuf], outputs: &[PathBuf]) -> Vec<Output> {
+fn run_clients(
+    server: &str,
+    run: &str,
+    inputs: &[PathBuf],
+    outputs: &[PathBuf],
+    extra: &[&str],
+) -> Vec<Output> {
     let n = inputs.len() as u32;
     let mut leader_args = client_args(server, run, 1, n, &inputs[0], &outputs[0]);
+    leader_args.extend(extra.iter().map(|x| x.to_string()));
     leader_args.extend(["--peers-listen".into(), "127.0.0.1:0".into()]);
     let refs: Vec<&str> = leader_args.iter().map(String::as_str).collect();
     let leader = Listening::start(&refs, "party 1: listening on ");
@@ -155,6 +162,7 @@ fn run_clients(server: &str, run: &str, inputs: &[PathBuf], outputs: &[PathBuf])
                 &outputs[i as usize - 1],
             );
             a.extend(["--peer".into(), leader.addr.clone()]);
+            a.extend(extra.iter().map(|x| x.to_string()));
             bin()
                 .args(&a)
                 .stdout(Stdio::null())
@@ -216,6 +224,11 @@ fn three_sets() -> Vec<Vec<u32>> {
 
 /// Runs of 2 and 3 clients on a server with `store`: every client's exact rows.
 fn exact_rows_on(store: &str) {
+    exact_rows_of(store, &[]);
+}
+
+/// [`exact_rows_on`] with `extra` client arguments (e.g. the protocol).
+fn exact_rows_of(store: &str, extra: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let sets = three_sets();
     let inputs: Vec<PathBuf> = (0..3)
@@ -231,7 +244,13 @@ fn exact_rows_on(store: &str) {
         let outputs: Vec<PathBuf> = (0..n)
             .map(|i| dir.path().join(format!("out{n}-{i}.csv")))
             .collect();
-        let outs = run_clients(&server.addr, &format!("run-{n}"), &inputs[..n], &outputs);
+        let outs = run_clients(
+            &server.addr,
+            &format!("run-{n}"),
+            &inputs[..n],
+            &outputs,
+            extra,
+        );
         assert_ok(&outs);
         let hs: Vec<HashSet<u32>> = sets[..n]
             .iter()
@@ -256,6 +275,23 @@ fn exact_rows_on(store: &str) {
 #[test]
 fn two_and_three_clients_write_the_exact_rows() {
     exact_rows_on("memory");
+}
+
+#[test]
+fn kmrs_mal_clients_write_the_exact_rows_with_the_default_and_the_covert_parameters() {
+    exact_rows_of("memory", &["-p", "kmrs_mal"]);
+    exact_rows_of(
+        "memory",
+        &[
+            "-p",
+            "kmrs_mal",
+            "--copies",
+            "2",
+            "--dummies",
+            "2",
+            "--covert",
+        ],
+    );
 }
 
 #[test]
@@ -330,6 +366,7 @@ fn a_server_that_restarts_mid_run_fails_the_clients_cleanly_and_serves_the_next_
         "r",
         &[a.clone(), b.clone()],
         &[o1.clone(), o2.clone()],
+        &[],
     );
     assert_ok(&outs);
     let hs: Vec<HashSet<u32>> = vec![(0..200).collect(), (100..300).collect()];

@@ -102,6 +102,10 @@ pub enum Error {
     /// The peer's messages fail a consistency check of the protocol (a cheating or broken peer).
     #[error("the peer failed a protocol check: {0}")]
     CheckFailed(String),
+    /// A server-aided run's result fails the clients' check (KMRS14 Fig. 2 step 6): the server
+    /// altered the intersection; the text says what was seen.
+    #[error("the server cheated: {0}")]
+    ServerCheated(String),
     /// The peer ended the run with an error after the protocol (it names its reason).
     #[error("the peer failed: {0}")]
     PeerFailed(String),

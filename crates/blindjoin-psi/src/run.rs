@@ -58,6 +58,17 @@ pub struct RunOptions {
     /// exceed it is refused with `Error::InvalidParam` naming `memory_budget` before anything is
     /// allocated.
     pub memory_budget: Option<u64>,
+    /// KMRS14's λ for `kmrs_mal` (Fig. 2): the copies of each element a client labels (default
+    /// 3, at least 2). Every client of a run must choose the same (a handshake parameter).
+    pub copies: u32,
+    /// KMRS14's t for `kmrs_mal` (Fig. 2): the labels in each dummy set (default 2^20, at least
+    /// 2). Every client of a run must choose the same (a handshake parameter).
+    pub dummies: u64,
+    /// Accept `copies` and `dummies` whose bound (1/t)^(λ−1) on a cheating server's escape is
+    /// above 2^-λ (statistical λ, [`RunOptions::lambda`]): covert security, the server caught
+    /// with probability at least 1 − (1/t)^(λ−1), the deterrence (KMRS14 §2.2: t = λ = 2 gives
+    /// 1/2). Without it such parameters are refused.
+    pub covert: bool,
 }
 
 /// A callback given the session right after the handshake.
@@ -145,6 +156,9 @@ impl Default for RunOptions {
             key_params: Vec::new(),
             on_session: None,
             memory_budget: Some(DEFAULT_MEMORY_BUDGET),
+            copies: crate::protocols::server_aided::kmrs_mal::DEFAULT_COPIES,
+            dummies: crate::protocols::server_aided::kmrs_mal::DEFAULT_DUMMIES,
+            covert: false,
         }
     }
 }
@@ -160,6 +174,9 @@ impl std::fmt::Debug for RunOptions {
             .field("base_ot", &self.base_ot)
             .field("key_params", &self.key_params)
             .field("memory_budget", &self.memory_budget)
+            .field("copies", &self.copies)
+            .field("dummies", &self.dummies)
+            .field("covert", &self.covert)
             .finish_non_exhaustive()
     }
 }

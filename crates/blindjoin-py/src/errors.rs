@@ -47,6 +47,7 @@ impl Kind {
                 | Error::ParamMismatch { .. }
                 | Error::PeerRefused(_)
                 | Error::CheckFailed(_)
+                | Error::ServerCheated(_)
                 | Error::PeerFailed(_),
             ) => Kind::Peer,
             _ => Kind::Other,

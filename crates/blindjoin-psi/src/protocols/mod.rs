@@ -24,6 +24,7 @@ registry! {
     ecdh,
     naive;
     kmrs_semi,
+    kmrs_mal,
 }
 
 pub mod server_aided;

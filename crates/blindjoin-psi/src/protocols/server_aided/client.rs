@@ -1,18 +1,20 @@
-//! The client's side: the key from P1 over the direct client links, the labels to the server,
-//! the bit vector back to rows.
+//! The client's side: the key over the direct client links (sent by P1 for `kmrs_semi`,
+//! coin-tossed for `kmrs_mal`), the labels to the server, the bit vector back.
 
 use super::labels::{encode_labels, label_len, sorted_labels};
 use super::wire::{
-    BITS_PER_FRAME, KeyMsg, LABELS_PER_FRAME, MSG_BITS, MSG_KEY, MSG_LABELS, MSG_PARTY,
-    MSG_RECEIVED, MSG_SUBMIT, Status, Submit, WIRE_VERSION, recv_status, refused,
+    BITS_PER_FRAME, KeyMsg, LABELS_PER_FRAME, MSG_BITS, MSG_COMMIT, MSG_KEY, MSG_LABELS, MSG_OPEN,
+    MSG_PARTY, MSG_RECEIVED, MSG_SHARE, MSG_SUBMIT, OpenMsg, ShareMsg, Status, Submit,
+    WIRE_VERSION, recv_status, refused,
 };
 use crate::protocol::Protocol;
 use crate::run::{Phases, RunOptions, check_security};
 use blindjoin_core::channel::{BulkReader, Channel, recv_msg, send_msg};
-use blindjoin_core::handshake::{Role, handshake};
+use blindjoin_core::handshake::{Role, Session, handshake};
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
+use sha2::{Digest, Sha256};
 use std::time::Instant;
 use zeroize::Zeroizing;
 
@@ -63,6 +65,83 @@ pub(crate) fn run_params(
     params
 }
 
+/// Refuses a party index outside 1..=n (n ≥ 2) and links that do not fit it: P1 leads, with
+/// a link to each of the n − 1 others; P_i, i ≥ 2, has its link to P1.
+fn check_links(links: &AidedLinks<'_>) -> Result<()> {
+    let n = links.parties as usize;
+    if links.party == 0 || links.party > links.parties || links.parties < 2 {
+        return Err(Error::InvalidParam {
+            field: "party",
+            reason: format!("party {} of {}", links.party, links.parties),
+        });
+    }
+    match &links.peers {
+        Peers::Leader(chs) if links.party != 1 || chs.len() != n - 1 => Err(Error::InvalidParam {
+            field: "peers",
+            reason: format!(
+                "party 1 of {n} needs a link to each of the {} others",
+                n - 1
+            ),
+        }),
+        Peers::Member(_) if links.party == 1 => Err(Error::InvalidParam {
+            field: "peers",
+            reason: "party 1 leads: it listens for the other clients".into(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The handshake on a direct client link, P1 as its sender, with the run's parameters.
+fn link_handshake(
+    p: &Protocol,
+    ch: &mut dyn Channel,
+    role: Role,
+    own: usize,
+    opts: &RunOptions,
+    params: &[(String, String)],
+    rng: &mut dyn CryptoRng,
+) -> Result<Session> {
+    let cfg = opts.session_config(p.name, role, own, params.to_vec());
+    let mut rng = rng;
+    handshake(ch, &cfg, &mut rng)
+}
+
+/// Records party `i`'s announcement at P1: `i` must be one of 2..=n not yet heard from.
+fn claim_slot<T>(slots: &mut [Option<T>], i: u32, value: T, message: &'static str) -> Result<()> {
+    let n = slots.len();
+    match slots.get_mut((i as usize).wrapping_sub(1)) {
+        Some(slot @ None) if i >= 2 => {
+            *slot = Some(value);
+            Ok(())
+        }
+        _ => Err(Error::malformed(
+            message,
+            format!("party {i}: not one of 2..={n} still missing"),
+        )),
+    }
+}
+
+/// P_i's check of the set sizes P1 sends: n of them, its own and P1's as their handshake
+/// announced.
+fn check_sizes(
+    sizes: &[u64],
+    (party, n): (u32, usize),
+    own: usize,
+    session: &Session,
+    message: &'static str,
+) -> Result<()> {
+    if sizes.len() != n
+        || sizes[party as usize - 1] != own as u64
+        || sizes[0] != session.sender_size
+    {
+        return Err(Error::malformed(
+            message,
+            "the set sizes do not match the parties' announcements",
+        ));
+    }
+    Ok(())
+}
+
 /// Step 1 of Fig. 1: P1 samples K and sends it, with every set size, to every other client
 /// over their direct links (each opened by the handshake, with the run's parameters). Returns
 /// K and the n set sizes.
@@ -73,41 +152,18 @@ pub(crate) fn agree_key(
     opts: &RunOptions,
     rng: &mut dyn CryptoRng,
 ) -> Result<(Zeroizing<[u8; 16]>, Vec<u64>)> {
+    check_links(links)?;
     let params = run_params(p, opts, links);
     let n = links.parties as usize;
-    if links.party == 0 || links.party > links.parties || links.parties < 2 {
-        return Err(Error::InvalidParam {
-            field: "party",
-            reason: format!("party {} of {}", links.party, links.parties),
-        });
-    }
-    let mut rng = rng;
+    let party = links.party;
     match &mut links.peers {
         Peers::Leader(chs) => {
-            if links.party != 1 || chs.len() != n - 1 {
-                return Err(Error::InvalidParam {
-                    field: "peers",
-                    reason: format!(
-                        "party 1 of {n} needs a link to each of the {} others",
-                        n - 1
-                    ),
-                });
-            }
             let mut sizes = vec![None; n];
             sizes[0] = Some(own as u64);
-            let mut order = Vec::with_capacity(chs.len());
             for ch in chs.iter_mut() {
-                let cfg = opts.session_config(p.name, Role::Sender, own, params.clone());
-                let session = handshake(&mut **ch, &cfg, &mut rng)?;
+                let session = link_handshake(p, &mut **ch, Role::Sender, own, opts, &params, rng)?;
                 let i: u32 = recv_msg(&mut **ch, MSG_PARTY, 8)?;
-                if !(2..=links.parties).contains(&i) || sizes[i as usize - 1].is_some() {
-                    return Err(Error::malformed(
-                        MSG_PARTY,
-                        format!("party {i}: not one of 2..={n} still missing"),
-                    ));
-                }
-                sizes[i as usize - 1] = Some(session.receiver_size);
-                order.push(i);
+                claim_slot(&mut sizes, i, session.receiver_size, MSG_PARTY)?;
             }
             let sizes: Vec<u64> = sizes.into_iter().map(|s| s.unwrap_or(0)).collect();
             let mut key = Zeroizing::new([0u8; 16]);
@@ -122,26 +178,130 @@ pub(crate) fn agree_key(
             Ok((key, sizes))
         }
         Peers::Member(ch) => {
-            if links.party == 1 {
-                return Err(Error::InvalidParam {
-                    field: "peers",
-                    reason: "party 1 leads: it listens for the other clients".into(),
-                });
-            }
-            let cfg = opts.session_config(p.name, Role::Receiver, own, params);
-            let session = handshake(&mut **ch, &cfg, &mut rng)?;
-            send_msg(&mut **ch, MSG_PARTY, &links.party)?;
+            let session = link_handshake(p, &mut **ch, Role::Receiver, own, opts, &params, rng)?;
+            send_msg(&mut **ch, MSG_PARTY, &party)?;
             let msg: KeyMsg = recv_msg(&mut **ch, MSG_KEY, 64 + 10 * n)?;
-            if msg.sizes.len() != n
-                || msg.sizes[links.party as usize - 1] != own as u64
-                || msg.sizes[0] != session.sender_size
-            {
+            check_sizes(&msg.sizes, (party, n), own, &session, MSG_KEY)?;
+            Ok((Zeroizing::new(msg.key), msg.sizes.clone()))
+        }
+    }
+}
+
+/// SHA-256 of `parts`, each preceded by its length (8 bytes, little-endian).
+fn hash(parts: &[&[u8]]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    for part in parts {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    h.finalize().into()
+}
+
+/// P1's commitment to its share r_1: SHA-256("blindjoin/kmrs/commit" ‖ r_1), hiding because r_1
+/// is 256 uniform bits, binding because SHA-256 is collision resistant.
+fn commit(share: &[u8; 32]) -> [u8; 32] {
+    hash(&[b"blindjoin/kmrs/commit", share])
+}
+
+/// The coin toss's output from every share: SHA-256("blindjoin/kmrs/key" ‖ run ‖ r_1 ‖ … ‖
+/// r_n), its first 16 bytes.
+fn toss_key(run: &str, shares: &[[u8; 32]]) -> Zeroizing<[u8; 16]> {
+    let mut parts: Vec<&[u8]> = vec![b"blindjoin/kmrs/key", run.as_bytes()];
+    parts.extend(shares.iter().map(|s| &s[..]));
+    let mut full = Zeroizing::new(hash(&parts));
+    let mut key = Zeroizing::new([0u8; 16]);
+    key.copy_from_slice(&full[..16]);
+    zeroize::Zeroize::zeroize(&mut *full);
+    key
+}
+
+/// A key confirmation the clients announce to the server: the first 8 bytes of
+/// SHA-256("blindjoin/kmrs/key-check" ‖ K), in hex. The server refuses a run whose clients
+/// announce different values, so clients that ended up with different keys (a client that
+/// deviated in the coin toss) are told so instead of failing the result check. It says nothing
+/// about K or the labels (SHA-256 as a random oracle).
+pub(crate) fn key_check(key: &[u8; 16]) -> String {
+    hash(&[b"blindjoin/kmrs/key-check", key])[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// F_CT of KMRS14 Fig. 2 step 3 for n clients over the direct links (P1 with each other
+/// client): P1 commits to a random 32-byte share r_1 (hash commitment) and sends the
+/// commitment to every P_i; each P_i answers with its party index and a random share r_i; P1
+/// opens r_1 and sends every share and every set size to every P_i, which checks the opening
+/// against the commitment and its own share among them. K = SHA-256("blindjoin/kmrs/key" ‖ run
+/// ‖ r_1 ‖ … ‖ r_n), first 16 bytes. P1 fixes r_1 before it sees any other share and every P_i
+/// sends r_i after the commitment, so K is uniform as long as one client is honest, in the
+/// random-oracle model. Returns K and the n set sizes.
+pub(crate) fn coin_toss(
+    p: &Protocol,
+    links: &mut AidedLinks<'_>,
+    own: usize,
+    opts: &RunOptions,
+    rng: &mut dyn CryptoRng,
+) -> Result<(Zeroizing<[u8; 16]>, Vec<u64>)> {
+    check_links(links)?;
+    let params = run_params(p, opts, links);
+    let n = links.parties as usize;
+    let party = links.party;
+    let mut mine = Zeroizing::new([0u8; 32]);
+    rng.fill_bytes(&mut *mine);
+    match &mut links.peers {
+        Peers::Leader(chs) => {
+            let commitment = commit(&mine);
+            let mut sizes = vec![None; n];
+            sizes[0] = Some(own as u64);
+            let mut shares: Vec<Option<Zeroizing<[u8; 32]>>> = vec![None; n];
+            shares[0] = Some(mine.clone());
+            for ch in chs.iter_mut() {
+                let session = link_handshake(p, &mut **ch, Role::Sender, own, opts, &params, rng)?;
+                send_msg(&mut **ch, MSG_COMMIT, &commitment)?;
+                let msg: ShareMsg = recv_msg(&mut **ch, MSG_SHARE, 64)?;
+                claim_slot(&mut sizes, msg.party, session.receiver_size, MSG_SHARE)?;
+                shares[msg.party as usize - 1] = Some(Zeroizing::new(msg.share));
+            }
+            let open = OpenMsg {
+                shares: shares
+                    .iter()
+                    .map(|s| s.as_deref().copied().unwrap_or_default())
+                    .collect(),
+                sizes: sizes.into_iter().map(|s| s.unwrap_or(0)).collect(),
+            };
+            for ch in chs.iter_mut() {
+                send_msg(&mut **ch, MSG_OPEN, &open)?;
+            }
+            Ok((toss_key(&links.run, &open.shares), open.sizes.clone()))
+        }
+        Peers::Member(ch) => {
+            let session = link_handshake(p, &mut **ch, Role::Receiver, own, opts, &params, rng)?;
+            let commitment: [u8; 32] = recv_msg(&mut **ch, MSG_COMMIT, 64)?;
+            let share = ShareMsg {
+                party,
+                share: *mine,
+            };
+            send_msg(&mut **ch, MSG_SHARE, &share)?;
+            drop(share);
+            let open: OpenMsg = recv_msg(&mut **ch, MSG_OPEN, 64 + 43 * n)?;
+            if open.shares.len() != n {
                 return Err(Error::malformed(
-                    MSG_KEY,
-                    "the set sizes do not match the parties' announcements",
+                    MSG_OPEN,
+                    format!("{} shares for {n} parties", open.shares.len()),
                 ));
             }
-            Ok((Zeroizing::new(msg.key), msg.sizes.clone()))
+            check_sizes(&open.sizes, (party, n), own, &session, MSG_OPEN)?;
+            if commit(&open.shares[0]) != commitment {
+                return Err(Error::CheckFailed(
+                    "party 1's opened key share does not match its commitment".into(),
+                ));
+            }
+            if open.shares[party as usize - 1] != *mine {
+                return Err(Error::CheckFailed(
+                    "party 1 did not pass on our key share unchanged".into(),
+                ));
+            }
+            Ok((toss_key(&links.run, &open.shares), open.sizes.clone()))
         }
     }
 }
@@ -164,7 +324,8 @@ pub(crate) fn run_client(
     let labels = sorted_labels(Block::from_bytes(*key), items, len)?;
     drop(key);
     let t = phases.lap("labels", t);
-    let bits = submit(p, links, opts, len, &labels)?;
+    let params = run_params(p, opts, links);
+    let bits = submit(p, links, opts, params, len, &labels)?;
     let t = phases.lap("server", t);
     let mut indices: Vec<usize> = labels
         .iter()
@@ -182,11 +343,14 @@ pub(crate) fn run_client(
     })
 }
 
-/// Sends the sorted labels to the server and returns the bit vector over them.
+/// Sends the sorted labels (each with its row, unused here) to the server, announcing
+/// `params` (which every client of the run must announce alike), and returns the bit vector
+/// over them, bit k (byte k/8, bit k%8) for label k.
 pub(crate) fn submit(
     p: &Protocol,
     links: &mut AidedLinks<'_>,
     opts: &RunOptions,
+    params: Vec<(String, String)>,
     len: usize,
     labels: &[(u128, u32)],
 ) -> Result<Vec<u8>> {
@@ -198,7 +362,7 @@ pub(crate) fn submit(
         parties: links.parties,
         label_len: len as u32,
         count: labels.len() as u64,
-        params: run_params(p, opts, links),
+        params,
     };
     let ch = &mut *links.server;
     send_msg(ch, MSG_SUBMIT, &hello)?;

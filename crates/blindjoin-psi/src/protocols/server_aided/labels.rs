@@ -78,14 +78,21 @@ pub fn sorted_labels(key: Block, items: &[Item], len: usize) -> Result<Vec<(u128
                 .map(move |(k, b)| (truncate(b, len), (c * (1 << 12) + k) as u32))
         })
         .collect();
+    sort_unique(&mut labels)?;
+    Ok(labels)
+}
+
+/// Sorts `(label, tag)` pairs by label; `InvalidParam` (field `labels`) if two share a label,
+/// which [`label_len`] makes happen with probability at most 2^-λ.
+pub fn sort_unique(labels: &mut [(u128, u32)]) -> Result<()> {
     labels.par_sort_unstable_by_key(|&(l, _)| l);
     if labels.windows(2).any(|w| w[0].0 == w[1].0) {
         return Err(Error::InvalidParam {
             field: "labels",
-            reason: "two of our items share a label (probability at most 2^-λ); run again".into(),
+            reason: "two of our labels agree (probability at most 2^-λ); run again".into(),
         });
     }
-    Ok(labels)
+    Ok(())
 }
 
 /// The first `len` bytes of `b`'s byte string, as a big-endian number in the high bytes of a

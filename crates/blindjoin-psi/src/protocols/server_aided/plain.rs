@@ -7,20 +7,13 @@
 //! The server tells its runs apart from `kmrs_semi` runs by the run parameter
 //! `labels = plaintext`, which every client of the run must give.
 
-use super::client::{AidedLinks, ClientOutput, submit};
+use super::client::{AidedLinks, ClientOutput, run_params, submit};
 use super::kmrs_semi;
-use crate::protocol::Protocol;
 use crate::run::{Phases, RunOptions};
 use blindjoin_core::item::Item;
 use blindjoin_core::{Error, Result};
 use rayon::prelude::*;
 use std::time::Instant;
-
-/// `kmrs_semi`'s descriptor with the run parameter `labels = plaintext`.
-static PLAIN: Protocol = Protocol {
-    params: |_| vec![("labels".into(), "plaintext".into())],
-    ..kmrs_semi::PROTOCOL
-};
 
 /// Runs one client of the plaintext baseline: `items` (distinct, 16 bytes each) sorted and sent
 /// as they are. `links.peers` is not used.
@@ -44,7 +37,9 @@ pub fn plaintext_baseline(
         .collect();
     labels.par_sort_unstable_by_key(|&(l, _)| l);
     let t = phases.lap("sort", t);
-    let bits = submit(&PLAIN, links, opts, 16, &labels)?;
+    let mut params = run_params(&kmrs_semi::PROTOCOL, opts, links);
+    params.push(("labels".into(), "plaintext".into()));
+    let bits = submit(&kmrs_semi::PROTOCOL, links, opts, params, 16, &labels)?;
     let t = phases.lap("server", t);
     let mut indices: Vec<usize> = labels
         .iter()

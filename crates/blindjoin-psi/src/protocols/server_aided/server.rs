@@ -22,7 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 /// The protocols whose runs this server intersects.
-pub const SERVED: &[&str] = &[super::kmrs_semi::NAME];
+pub const SERVED: &[&str] = &[super::kmrs_semi::NAME, super::kmrs_mal::NAME];
 
 /// How the server treats runs.
 #[derive(Clone, Debug)]

@@ -19,7 +19,12 @@
 //! Between the clients (a direct link, TLS between organisations, before the server):
 //! P1 listens, every P_i (2 ≤ i ≤ n) connects; the handshake of `blindjoin_core::handshake`
 //! with P1 as its sender and P_i as its receiver (protocol, set sizes, κ, λ, parameters incl.
-//! n and the run id), then P_i → P1: its party index; P1 → P_i: the key K and all n set sizes.
+//! n and the run id), then
+//!
+//! - `kmrs_semi`: P_i → P1: its party index; P1 → P_i: the key K and all n set sizes;
+//! - `kmrs_mal` (the coin toss of `client::coin_toss`): P1 → P_i: the commitment to its share
+//!   r_1; P_i → P1: its party index and its share r_i; P1 → P_i: r_1, …, r_n and all n set
+//!   sizes.
 
 use blindjoin_core::channel::{FrameReceiver, FrameSender, recv_msg, send_msg};
 use blindjoin_core::{Error, Result};
@@ -42,6 +47,13 @@ pub const MSG_RECEIVED: &str = "the client's receipt";
 pub const MSG_PARTY: &str = "the client's party index";
 /// Name of the key and the set sizes (P1 → P_i).
 pub const MSG_KEY: &str = "the run key and set sizes";
+
+/// Name of P1's commitment to its key share (P1 → P_i, `kmrs_mal`).
+pub const MSG_COMMIT: &str = "the key share commitment";
+/// Name of a client's party index and key share (P_i → P1, `kmrs_mal`).
+pub const MSG_SHARE: &str = "the client's key share";
+/// Name of every key share and the set sizes (P1 → P_i, `kmrs_mal`).
+pub const MSG_OPEN: &str = "the opened key shares and set sizes";
 
 /// Labels per frame of [`MSG_LABELS`].
 pub const LABELS_PER_FRAME: usize = 1 << 16;
@@ -106,6 +118,36 @@ pub struct KeyMsg {
 impl Drop for KeyMsg {
     fn drop(&mut self) {
         zeroize::Zeroize::zeroize(&mut self.key);
+    }
+}
+
+/// A client's party index and its share of the coin toss (P_i → P1).
+#[derive(Clone, Serialize, Deserialize)]
+pub struct ShareMsg {
+    /// The sender's party index.
+    pub party: u32,
+    /// Its share r_i.
+    pub share: [u8; 32],
+}
+
+impl Drop for ShareMsg {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.share);
+    }
+}
+
+/// P1's opening of the coin toss: every share, its own first, and every set size.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct OpenMsg {
+    /// The shares r_1, …, r_n.
+    pub shares: Vec<[u8; 32]>,
+    /// The set sizes of parties 1..=n.
+    pub sizes: Vec<u64>,
+}
+
+impl Drop for OpenMsg {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.shares);
     }
 }
 
