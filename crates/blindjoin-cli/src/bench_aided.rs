@@ -21,9 +21,10 @@ use blindjoin_core::channel::clock::Limits;
 use blindjoin_core::channel::metered::{Metered, Traffic};
 use blindjoin_core::item::Item;
 use blindjoin_core::transport::{self, LinkConfig};
+use blindjoin_psi::protocol::Sizes;
 use blindjoin_psi::protocols::server_aided::client::{AidedLinks, ClientOutput, Peers};
 use blindjoin_psi::protocols::server_aided::plain::plaintext_baseline;
-use blindjoin_psi::protocols::server_aided::wire::LABELS_PER_FRAME;
+use blindjoin_psi::protocols::server_aided::wire::{LABELS_PER_FRAME, MSG_LABELS};
 use blindjoin_psi::{Protocol, RunOptions};
 use clap::Args;
 use rand::{RngCore, SeedableRng};
@@ -404,7 +405,23 @@ pub fn run(a: &BenchAidedArgs, threads: Option<usize>) -> CliResult<()> {
             let (clients, server_rss) = &reps[median_rep];
             let c1 = &clients[0];
             let len = c1.label_len;
-            let formula = blindjoin_core::channel::framed_bytes(n as u64, len, LABELS_PER_FRAME);
+            // The labels' bytes by the protocol's formula (two clients, default parameters), or
+            // the raw 16-byte elements of the baseline.
+            let formula = if plain {
+                blindjoin_core::channel::framed_bytes(n as u64, 16, LABELS_PER_FRAME)
+            } else {
+                let sizes = Sizes {
+                    n_recv: n as u64,
+                    n_send: n as u64,
+                    kappa: 128,
+                    lambda: 40,
+                };
+                (a.protocol.traffic)(&sizes)?
+                    .iter()
+                    .filter(|(m, _)| *m == MSG_LABELS)
+                    .map(|(_, b)| *b)
+                    .sum()
+            };
             let labels_total = (n as u64) * u64::from(a.clients);
             let row = Row {
                 mode: if plain {
