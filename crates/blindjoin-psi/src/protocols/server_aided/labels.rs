@@ -43,7 +43,7 @@ pub fn label_len(sizes: &[u64], lambda: u32) -> Result<usize> {
     let n: u128 = sizes.iter().map(|&s| u128::from(s)).sum();
     // C(N, 2), the even factor halved first; it overflows only from 2^128 pairs, which need
     // more than 128 bits whatever λ.
-    let pairs = if n % 2 == 0 {
+    let pairs = if n.is_multiple_of(2) {
         (n / 2).checked_mul(n.saturating_sub(1))
     } else {
         n.checked_mul((n - 1) / 2)
