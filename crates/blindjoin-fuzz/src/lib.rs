@@ -22,13 +22,20 @@
 //! | `lines` | the same, one key per line | a selector byte, then the file |
 //! | `link` | `blindjoin_core::transport::check_link_hello` | the peer's link hello frame |
 //! | `finish` | `blindjoin_core::finish` in either role, over the transcript wrapper | a selector byte, then the peer's frames |
+//! | `aided_server` | the server-aided PSI server, [`Server::serve`](blindjoin_psi::protocols::server_aided::server::Server::serve) on a `MemoryStore`, beside honest clients | a selector byte, then one client's frames |
+//! | `aided_client` | a `kmrs_semi` client (`Protocol::client`) after a replayed key agreement | a selector byte, then the server's frames |
+//! | `aided_key` | the same client's key agreement (P1 or a member) | a selector byte, then the other client's frames after a real handshake |
 //!
 //! The fake peer's frames are queued on an in-memory channel before the party under test
 //! starts, and the peer's sending direction is then closed: the party reads them in order and
 //! gets [`Error::PeerClosed`](blindjoin_core::Error::PeerClosed) once they are used up, so no
 //! run ever waits. The party's RNG is seeded, and the fake peer's handshake is the real one
-//! with a seeded RNG, so a run is a function of its input alone.
+//! with a seeded RNG, so a run is a function of its input alone. The server-aided targets
+//! (module `aided`) replay a real run of 2 or 3 clients and a server, recorded once per process,
+//! for the parties that the input does not play; `aided_server` serves those honest clients on
+//! threads of their own and bounds every wait of the server by its run timeout.
 
+mod aided;
 pub mod alloc;
 pub mod frames;
 pub mod mutate;
@@ -36,6 +43,7 @@ mod peer;
 pub mod seeds;
 mod targets;
 
+pub use aided::{fuzz_aided_client, fuzz_aided_key, fuzz_aided_server};
 pub use targets::{
     fuzz_base_ot, fuzz_cm20, fuzz_csv, fuzz_ecdh, fuzz_finish, fuzz_gbf, fuzz_hello, fuzz_kkrt16,
     fuzz_lines, fuzz_link, fuzz_naive, fuzz_ot_ext, fuzz_psz14, fuzz_rgbf, fuzz_verdict,
@@ -115,6 +123,18 @@ pub static TARGETS: &[Target] = &[
     Target {
         name: "finish",
         run: fuzz_finish,
+    },
+    Target {
+        name: "aided_server",
+        run: fuzz_aided_server,
+    },
+    Target {
+        name: "aided_client",
+        run: fuzz_aided_client,
+    },
+    Target {
+        name: "aided_key",
+        run: fuzz_aided_key,
     },
 ];
 

@@ -59,19 +59,29 @@ pub(crate) fn peer_handshake(ours: &SessionConfig, peer: &SessionConfig) -> Vec<
     handshake_frames(peer, PEER_SEED, &our_hello)
 }
 
-/// Runs `party` on a channel on which `frames` are queued from a peer that then closes its
-/// direction. What `party` sends is kept (unread) until it returns.
-pub(crate) fn against<'a, T>(
+/// A channel pair on which `frames` are queued from the second end to the first, whose
+/// sending direction is then closed: the first end is the party's, the second the fake peer's,
+/// to be kept until the party is done (what the party sends stays in it, unread).
+pub(crate) fn queued<'a>(
     frames: impl IntoIterator<Item = &'a [u8]>,
-    party: impl FnOnce(&mut MemoryChannel) -> Result<T>,
-) -> Result<T> {
-    let (mut ours, mut peer) = memory_pair(TIMEOUT);
+) -> Result<(MemoryChannel, MemoryChannel)> {
+    let (ours, mut peer) = memory_pair(TIMEOUT);
     for f in frames {
         peer.send(MSG_FAKE, f).map_err(|_| Error::PeerClosed {
             during: "queueing the fake peer's frames",
         })?;
     }
     peer.close();
+    Ok((ours, peer))
+}
+
+/// Runs `party` on a channel on which `frames` are queued from a peer that then closes its
+/// direction. What `party` sends is kept (unread) until it returns.
+pub(crate) fn against<'a, T>(
+    frames: impl IntoIterator<Item = &'a [u8]>,
+    party: impl FnOnce(&mut MemoryChannel) -> Result<T>,
+) -> Result<T> {
+    let (mut ours, peer) = queued(frames)?;
     let out = party(&mut ours);
     drop(peer);
     out

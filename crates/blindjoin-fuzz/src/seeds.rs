@@ -3,6 +3,7 @@
 //! end in each kind of error. `examples/seeds.rs` writes them to `corpus/<target>/`; the smoke
 //! test regenerates them and checks that each still ends as its name says (`ok-…` or `err-…`).
 
+use crate::aided::{AidedCase, CLIENT_CASES, SERVER_CASES, decode_submit, recording};
 use crate::frames::join;
 use crate::peer::{OURS_SEED, PEER_SEED, peer_handshake};
 use crate::targets::{
@@ -10,11 +11,16 @@ use crate::targets::{
     run_base_ot_peer, run_ot_ext, run_ot_ext_peer, run_party,
 };
 use blindjoin_core::Result;
-use blindjoin_core::channel::memory::memory_pair;
-use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
+use blindjoin_core::channel::memory::{MemoryChannel, memory_pair};
+use blindjoin_core::channel::{
+    Channel, FrameReceiver, FrameSender, MAX_FRAME_LEN, recv_msg, send_msg,
+};
 use blindjoin_core::handshake::{MAGIC, Role};
 use blindjoin_psi::Protocol;
 use blindjoin_psi::protocols::ALL;
+use blindjoin_psi::protocols::server_aided::wire::{
+    KeyMsg, MSG_KEY, MSG_PARTY, MSG_SUBMIT, Status, Submit, recv_status, send_status,
+};
 use std::time::Duration;
 
 /// One seed input.
@@ -44,9 +50,19 @@ impl Seed {
 }
 
 /// A channel that keeps a copy of every frame it receives, through [`Channel::split`] too.
-struct Recorder<C> {
-    inner: C,
-    received: Vec<Vec<u8>>,
+pub(crate) struct Recorder<C> {
+    pub(crate) inner: C,
+    pub(crate) received: Vec<Vec<u8>>,
+}
+
+impl<C> Recorder<C> {
+    /// A recorder of what `inner` receives.
+    pub(crate) fn new(inner: C) -> Self {
+        Recorder {
+            inner,
+            received: Vec::new(),
+        }
+    }
 }
 
 impl<C: Channel> FrameSender for Recorder<C> {
@@ -416,6 +432,9 @@ pub fn generate() -> Vec<Seed> {
     out.extend(input_seeds());
     out.extend(link_seeds());
     out.extend(finish_seeds());
+    out.extend(aided_server_seeds());
+    out.extend(aided_client_seeds());
+    out.extend(aided_key_seeds());
     out
 }
 
@@ -476,4 +495,305 @@ fn finish_seeds() -> Vec<Seed> {
         seed("err-receiver-extra", 1, &[conf(None), conf(None)]),
         seed("err-receiver-silent", 1, &[]),
     ]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server-aided PSI
+
+/// The frame that `send` puts on the wire (empty if it fails).
+fn frame_of(send: impl FnOnce(&mut MemoryChannel) -> Result<()>) -> Vec<u8> {
+    let (mut a, mut b) = memory_pair(Duration::from_secs(1));
+    if send(&mut a).is_err() {
+        return Vec::new();
+    }
+    b.recv("a seed's frame", MAX_FRAME_LEN).unwrap_or_default()
+}
+
+/// `frame` decoded by `recv`.
+fn decoded<T>(frame: &[u8], recv: impl FnOnce(&mut MemoryChannel) -> Result<T>) -> Option<T> {
+    let (mut a, mut b) = memory_pair(Duration::from_secs(1));
+    b.send("a seed's frame", frame).ok()?;
+    recv(&mut a).ok()
+}
+
+fn status(s: &Status) -> Vec<u8> {
+    frame_of(|ch| send_status(ch, s))
+}
+
+fn aided_seed(target: &'static str, name: &str, sel: u8, frames: &[Vec<u8>]) -> Seed {
+    let mut data = vec![sel];
+    data.extend(join(frames));
+    Seed {
+        target,
+        name: name.to_owned(),
+        data,
+    }
+}
+
+/// `aided_server`: what each client sent the server in the recorded runs, and edits of P2 of
+/// 2's frames (selector 0) that the server refuses.
+fn aided_server_seeds() -> Vec<Seed> {
+    let t = "aided_server";
+    let mut out = Vec::new();
+    for (sel, case) in SERVER_CASES.iter().enumerate() {
+        let (c, name) = match case {
+            Some(c) => (*c, format!("ok-p{}-of-{}", c.party, c.parties)),
+            // Alone, the client waits for the other party until the run timeout.
+            None => (
+                AidedCase {
+                    party: 1,
+                    parties: 2,
+                },
+                "err-alone".to_owned(),
+            ),
+        };
+        out.push(aided_seed(
+            t,
+            &name,
+            sel as u8,
+            recording(c.parties).sent_to_server(c.party),
+        ));
+    }
+    let p2 = recording(2).sent_to_server(2).to_vec();
+    let Some(submit) = p2.first().and_then(|f| decode_submit(f)) else {
+        return out;
+    };
+    let len = submit.label_len as usize;
+    let labels = p2.get(1).cloned().unwrap_or_default();
+    let with_labels = |labels: Vec<u8>| vec![p2[0].clone(), labels, Vec::new()];
+    let mut descending = labels.clone();
+    if descending.len() >= 2 * len {
+        let (a, b) = descending.split_at_mut(len);
+        a.swap_with_slice(&mut b[..len]);
+    }
+    let mut repeated = labels.clone();
+    if repeated.len() >= 2 * len {
+        repeated.copy_within(0..len, len);
+    }
+    let mut longer = labels.clone();
+    longer.extend_from_slice(&labels[labels.len().saturating_sub(len)..]);
+    let mut shorter = labels.clone();
+    shorter.pop();
+    let edited = |edit: &dyn Fn(&mut Submit), rest: &[Vec<u8>]| {
+        let mut s = submit.clone();
+        edit(&mut s);
+        let mut frames = vec![frame_of(|ch| send_msg(ch, MSG_SUBMIT, &s))];
+        frames.extend_from_slice(rest);
+        frames
+    };
+    let rest = &p2[1..];
+    let cases: Vec<(&str, Vec<Vec<u8>>)> = vec![
+        ("err-slot-taken", recording(2).sent_to_server(1).to_vec()),
+        ("err-descending", with_labels(descending)),
+        ("err-repeated", with_labels(repeated)),
+        ("err-too-many-labels", with_labels(longer)),
+        ("err-partial-label", with_labels(shorter)),
+        ("err-receipt-not-empty", {
+            let mut f = p2.clone();
+            if let Some(last) = f.last_mut() {
+                last.push(0);
+            }
+            f
+        }),
+        ("err-no-receipt", p2[..p2.len() - 1].to_vec()),
+        ("err-no-labels", vec![p2[0].clone()]),
+        ("ok-count-0", edited(&|s| s.count = 0, &[Vec::new()])),
+        ("err-version", edited(&|s| s.version += 1, rest)),
+        (
+            "err-protocol",
+            edited(&|s| s.protocol = "ecdh".to_owned(), rest),
+        ),
+        ("err-parties", edited(&|s| s.parties = 3, rest)),
+        ("err-party-0", edited(&|s| s.party = 0, rest)),
+        ("err-label-len", edited(&|s| s.label_len = 17, rest)),
+        (
+            "err-param",
+            edited(&|s| s.params.push(("x".into(), "1".into())), rest),
+        ),
+        (
+            "err-run-id-space",
+            edited(&|s| s.run = "fuzz 2".to_owned(), rest),
+        ),
+        // Another run: alone there, the client waits for its other party until the timeout.
+        (
+            "err-other-run",
+            edited(&|s| s.run = "fuzz-x".to_owned(), rest),
+        ),
+        ("err-max-labels", edited(&|s| s.count = u64::MAX, rest)),
+        (
+            "err-submit-garbage",
+            vec![b"GET / HTTP/1.1\r\n\r\n".to_vec()],
+        ),
+        ("err-silent", Vec::new()),
+    ];
+    for (name, frames) in cases {
+        out.push(aided_seed(t, name, 0, &frames));
+    }
+    out
+}
+
+/// `aided_client`: what each client received from the server in the recorded runs, and edits
+/// of P2 of 2's (selector 0) that it refuses.
+fn aided_client_seeds() -> Vec<Seed> {
+    let t = "aided_client";
+    let mut out = Vec::new();
+    for (sel, c) in CLIENT_CASES.iter().enumerate() {
+        out.push(aided_seed(
+            t,
+            &format!("ok-p{}-of-{}", c.party, c.parties),
+            sel as u8,
+            recording(c.parties).received_from_server(c.party),
+        ));
+    }
+    // Accepted, Result { matches }, the bit vector.
+    let got = recording(2).received_from_server(2).to_vec();
+    let matches = match got.get(1).and_then(|f| decoded(f, recv_status)) {
+        Some(Status::Result { matches }) => matches,
+        _ => return out,
+    };
+    let bits: Vec<Vec<u8>> = got[2..].to_vec();
+    let accepted = status(&Status::Accepted);
+    let result = |m: u64| status(&Status::Result { matches: m });
+    let then = |head: Vec<Vec<u8>>, tail: &[Vec<u8>]| {
+        let mut f = head;
+        f.extend_from_slice(tail);
+        f
+    };
+    let mut past_end = bits.clone();
+    if let Some(b) = past_end.last_mut().and_then(|f| f.last_mut()) {
+        // 21 labels: bits 5 to 7 of the last byte are past the end.
+        *b |= 0x80;
+    }
+    let mut longer = bits.clone();
+    if let Some(f) = longer.last_mut() {
+        f.push(0);
+    }
+    let cases: Vec<(&str, Vec<Vec<u8>>)> = vec![
+        (
+            "ok-waiting",
+            then(
+                vec![
+                    accepted.clone(),
+                    status(&Status::Waiting { joined: 0 }),
+                    status(&Status::Waiting { joined: 1 }),
+                    result(matches),
+                ],
+                &bits,
+            ),
+        ),
+        (
+            "err-refused",
+            vec![status(&Status::Refused(
+                "party 2 of run fuzz-2 has already joined".to_owned(),
+            ))],
+        ),
+        (
+            "err-refused-escapes",
+            vec![
+                accepted.clone(),
+                status(&Status::Refused(
+                    "\u{1b}[2J2026-11-24 ok: \u{202e}fake line\r\n".to_owned(),
+                )),
+            ],
+        ),
+        ("err-result-first", then(vec![result(matches)], &bits)),
+        (
+            "err-waiting-first",
+            vec![status(&Status::Waiting { joined: 1 })],
+        ),
+        (
+            "err-accepted-twice",
+            vec![accepted.clone(), accepted.clone()],
+        ),
+        (
+            "err-matches",
+            then(vec![accepted.clone(), result(matches + 1)], &bits),
+        ),
+        (
+            "err-bits-past-end",
+            then(vec![accepted.clone(), result(matches + 1)], &past_end),
+        ),
+        (
+            "err-bits-long",
+            then(vec![accepted.clone(), result(matches)], &longer),
+        ),
+        ("err-no-bits", vec![accepted.clone(), result(matches)]),
+        (
+            "err-empty-bits-frame",
+            vec![accepted.clone(), result(0), Vec::new()],
+        ),
+        ("err-status-garbage", vec![accepted, vec![0xff; 12]]),
+        ("err-silent", Vec::new()),
+    ];
+    for (name, frames) in cases {
+        out.push(aided_seed(t, name, 0, &frames));
+    }
+    out
+}
+
+/// `aided_key`: what each client received after the handshake on its (first) link in the
+/// recorded runs, and edits that it refuses.
+fn aided_key_seeds() -> Vec<Seed> {
+    let t = "aided_key";
+    let mut out = Vec::new();
+    for (sel, c) in CLIENT_CASES.iter().enumerate() {
+        let after = recording(c.parties)
+            .received_on_links(c.party)
+            .first()
+            .and_then(|l| l.get(2..))
+            .unwrap_or_default();
+        out.push(aided_seed(
+            t,
+            &format!("ok-p{}-of-{}", c.party, c.parties),
+            sel as u8,
+            after,
+        ));
+    }
+    let key_of = |parties: u32, party: u32| {
+        recording(parties)
+            .received_on_links(party)
+            .first()
+            .and_then(|l| l.get(2))
+            .and_then(|f| decoded(f, |ch| recv_msg::<KeyMsg>(ch, MSG_KEY, 1024)))
+    };
+    let key = |k: &KeyMsg, sizes: Vec<u64>| {
+        let msg = KeyMsg { key: k.key, sizes };
+        vec![frame_of(|ch| send_msg(ch, MSG_KEY, &msg))]
+    };
+    let party = |i: u32| vec![frame_of(|ch| send_msg(ch, MSG_PARTY, &i))];
+    // Selectors: 0 P2 of 2, 1 P1 of 2, 2 P2 of 3, 3 P3 of 3, 4 P1 of 3.
+    let mut cases: Vec<(&str, u8, Vec<Vec<u8>>)> = vec![
+        ("err-party-1", 1, party(1)),
+        ("err-party-3", 1, party(3)),
+        ("err-party-max", 1, party(u32::MAX)),
+        ("err-party-twice", 4, party(3)),
+        ("err-party-garbage", 1, vec![vec![0xff; 6]]),
+        ("err-silent", 0, Vec::new()),
+        ("err-key-garbage", 0, vec![vec![0xff; 40]]),
+    ];
+    if let Some(k) = key_of(2, 2) {
+        let mut trailing = key(&k, k.sizes.clone());
+        if let Some(f) = trailing.first_mut() {
+            f.push(0);
+        }
+        cases.extend([
+            ("err-sizes-short", 0, key(&k, vec![13])),
+            ("err-sizes-long", 0, key(&k, vec![13, 21, 8])),
+            ("err-own-size", 0, key(&k, vec![13, 20])),
+            ("err-leader-size", 0, key(&k, vec![12, 21])),
+            ("err-key-trailing", 0, trailing),
+        ]);
+    }
+    if let Some(k) = key_of(3, 2) {
+        // A third party's size that only P1 vouches for: far too many labels to label.
+        cases.extend([
+            ("err-huge-size", 2, key(&k, vec![13, 21, u64::MAX])),
+            ("err-huge-sizes", 3, key(&k, vec![13, u64::MAX, 8])),
+            ("ok-other-size", 2, key(&k, vec![13, 21, 1000])),
+        ]);
+    }
+    for (name, sel, frames) in cases {
+        out.push(aided_seed(t, name, sel, &frames));
+    }
+    out
 }

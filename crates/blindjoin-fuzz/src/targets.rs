@@ -37,7 +37,7 @@ mod base {
 /// The id (`sid`) the OT targets run under (the OT layer has no handshake of its own).
 pub(crate) const OT_SID: [u8; 32] = [9; 32];
 
-fn outcome<T, E: Display>(r: Result<T, E>) -> Outcome {
+pub(crate) fn outcome<T, E: Display>(r: Result<T, E>) -> Outcome {
     r.map(|_| ()).map_err(|e| e.to_string())
 }
 

@@ -32,24 +32,33 @@ pub const MAX_LABEL_LEN: usize = 16;
 /// `lambda`: ⌈(λ + ⌈log2 C(N, 2)⌉)/8⌉ with N = Σ sizes (see the module doc), at least 1 byte.
 /// `InvalidParam` (field `set size`) if that exceeds 16 bytes.
 pub fn label_len(sizes: &[u64], lambda: u32) -> Result<usize> {
+    let too_long = |n: u128, bits: String| Error::InvalidParam {
+        field: "set size",
+        reason: format!(
+            "{n} labels need {bits}-bit labels for λ = {lambda}, more than {} bits",
+            8 * MAX_LABEL_LEN
+        ),
+    };
+    // The sizes come from the other clients (through P1), so N may be far above any real set.
     let n: u128 = sizes.iter().map(|&s| u128::from(s)).sum();
-    let pairs = n * n.saturating_sub(1) / 2;
+    // C(N, 2), the even factor halved first; it overflows only from 2^128 pairs, which need
+    // more than 128 bits whatever λ.
+    let pairs = if n.is_multiple_of(2) {
+        (n / 2).checked_mul(n.saturating_sub(1))
+    } else {
+        n.checked_mul((n - 1) / 2)
+    }
+    .ok_or_else(|| too_long(n, "more-than-128".to_owned()))?;
     // ⌈log2 pairs⌉ (0 for at most one pair).
     let log = if pairs <= 1 {
         0
     } else {
         128 - (pairs - 1).leading_zeros()
     };
-    let bits = lambda + log;
+    let bits = lambda.saturating_add(log);
     let bytes = (bits as usize).div_ceil(8).max(1);
     if bytes > MAX_LABEL_LEN {
-        return Err(Error::InvalidParam {
-            field: "set size",
-            reason: format!(
-                "{n} labels need {bits}-bit labels for λ = {lambda}, more than {} bits",
-                8 * MAX_LABEL_LEN
-            ),
-        });
+        return Err(too_long(n, bits.to_string()));
     }
     Ok(bytes)
 }
@@ -135,6 +144,34 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// Set sizes that only P1 vouches for (a third client's, in the key message) may be any
+    /// u64: the number of pairs then exceeds u128, which is an error, not an overflow.
+    #[test]
+    fn label_length_of_huge_announced_sizes_is_an_error() {
+        for sizes in [vec![13, 21, u64::MAX], vec![1 << 63, 1 << 63, 1]] {
+            assert!(
+                matches!(
+                    label_len(&sizes, 40),
+                    Err(Error::InvalidParam {
+                        field: "set size",
+                        ..
+                    })
+                ),
+                "{sizes:?}"
+            );
+        }
+        // 2^128 pairs or more: an error even at λ = 0.
+        for sizes in [vec![u64::MAX, u64::MAX], vec![u64::MAX; 64]] {
+            assert!(label_len(&sizes, 0).is_err(), "{sizes:?}");
+        }
+        // 2^64 + 1 labels: C(N, 2) = 2^127 + 2^63 < 2^128, 128 bits before λ.
+        assert!(label_len(&[u64::MAX, 2], 0).is_ok());
+        assert!(label_len(&[u64::MAX, 2], 1).is_err());
+        // The exact pair count for odd and even N.
+        assert_eq!(label_len(&[2, 1], 0).ok(), Some(1));
+        assert_eq!(label_len(&[1 << 20, 1], 40).ok(), Some(10));
     }
 
     /// KMRS14 Table 1 (SHPSI, communication per client in MB = 10^6 B) against our label
