@@ -34,9 +34,12 @@
 //!    segments, `SCARD` of party 1's set; otherwise the error [`MemoryStore`] gives;
 //! 2. for k = 2, …, n: party k's segments (`GET`) against the working set (`SMISMEMBER`, 8192
 //!    labels a command, one pipeline per segment) give which of its labels all of parties
-//!    1..k−1 have; the working set is dropped (`UNLINK`) and those labels become the next one
-//!    (`SADD` to `Pand`). For k = n these are party n's bits, and `Pand` is the intersection;
-//! 3. parties 1..n−1: their segments against `Pand` (`SMISMEMBER`); then `UNLINK` of `Pand`.
+//!    1..k−1 have; the working set is dropped (`UNLINK`) and, for k < n, those labels become
+//!    the next one (`SADD` to `Pand`). For k = n these are party n's bits, and party n's
+//!    marked labels are the intersection;
+//! 3. parties 1..n−1: each party's segments merged with party n's (`GET`, both ascending)
+//!    against those marks, with no set work in Redis (for two parties this halves the `SADD`s
+//!    and the `SMISMEMBER`s of a run); then `UNLINK` of what is left.
 //!
 //! Redis holds one working set at a time, the largest being party 1's, besides the sequences;
 //! the server holds one segment and the bit vectors. The intersection consumes party 1's set:
@@ -573,18 +576,67 @@ impl Intersection<'_> {
         if n < 2 {
             return Ok(bits);
         }
-        // Working set: party 1's labels, then those of parties 1..=k.
+        // Working set: party 1's labels, then those of parties 1..=k, for k < n.
         let mut working = self.keys.set();
         let mut size = self.counts[0];
         for k in 2..=n as u32 {
             let mine = self.member_bits(&working, k, size)?;
             self.unlink(&working)?;
-            working = self.keys.and();
-            size = self.store_marked(&working, k, &mine)?;
+            if k < n as u32 {
+                working = self.keys.and();
+                size = self.store_marked(&working, k, &mine)?;
+            }
             bits[k as usize - 1] = mine;
         }
-        for p in 1..n as u32 {
-            bits[p as usize - 1] = self.member_bits(&working, p, size)?;
+        // The last party's marked labels are the intersection, in ascending order, as every
+        // other party's labels are: each of those parties' bits comes from a merge of the two
+        // sequences, a segment of each at a time, with no set work in Redis.
+        let (last, rest) = bits.split_last_mut().ok_or_else(|| not_stored(1))?;
+        for (p, b) in rest.iter_mut().enumerate() {
+            *b = self.merged_bits(p as u32 + 1, n as u32, last)?;
+        }
+        Ok(bits)
+    }
+
+    /// `party`'s bit vector against the labels of party `last` whose bits in `marks` are set
+    /// (the intersection): both label sequences ascend, so one merge pass marks them.
+    fn merged_bits(&mut self, party: u32, last: u32, marks: &[u8]) -> Result<Vec<u8>> {
+        let len = self.label_len;
+        let count = self.counts[party as usize - 1] as usize;
+        let other = self.counts[last as usize - 1] as usize;
+        let per = segment_labels(len);
+        let mut bits = vec![0u8; count.div_ceil(8)];
+        let marked = |k: usize| marks[k / 8] >> (k % 8) & 1 == 1;
+        let (mut k, mut j) = (0usize, 0usize);
+        let (mut mine, mut theirs): (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
+        let (mut mine_seg, mut theirs_seg) = (usize::MAX, usize::MAX);
+        while k < count {
+            // The next intersection label at or after j.
+            while j < other && !marked(j) {
+                j += 1;
+            }
+            if j == other {
+                break;
+            }
+            if j / per != theirs_seg {
+                theirs_seg = j / per;
+                theirs = self.segment(last, theirs_seg)?;
+            }
+            if k / per != mine_seg {
+                mine_seg = k / per;
+                mine = self.segment(party, mine_seg)?;
+            }
+            let a = &mine[(k % per) * len..(k % per + 1) * len];
+            let b = &theirs[(j % per) * len..(j % per + 1) * len];
+            match a.cmp(b) {
+                std::cmp::Ordering::Less => k += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    bits[k / 8] |= 1 << (k % 8);
+                    k += 1;
+                    j += 1;
+                }
+            }
         }
         Ok(bits)
     }
