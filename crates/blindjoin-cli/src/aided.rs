@@ -11,7 +11,6 @@ use crate::output::{check_output, check_output_spec, prepare_output};
 use crate::party::{default_max_peer_size, write_json};
 use crate::progress::Bars;
 use crate::report::{human_bytes, peak_rss_bytes};
-use blindjoin_core::channel::Channel;
 use blindjoin_core::channel::clock::Limits;
 use blindjoin_core::channel::metered::{Metered, Traffic};
 use blindjoin_core::channel::tls::{self, Fingerprint, PeerCheck};
@@ -359,10 +358,7 @@ pub fn run(a: &AidedArgs) -> CliResult<()> {
         .unwrap_or_else(|| default_max_peer_size(keyed.items.len()));
     opts.progress = Some(bars.party(label));
     let mut server = Metered::new(server);
-    let peer_links = match peers.as_mut_slice() {
-        [one] if a.party != 1 => Peers::Member(one as &mut dyn Channel),
-        many => Peers::Leader(many.iter_mut().map(|l| l as &mut dyn Channel).collect()),
-    };
+    let peer_links = Peers::of(a.party, &mut peers);
     let mut aided = AidedLinks {
         run: a.run.clone(),
         party: a.party,

@@ -16,7 +16,6 @@ use crate::bench::{median, party_command, print_result, read_result, write_resul
 use crate::cli::parse_size;
 use crate::error::{CliError, CliResult};
 use crate::report::{peak_rss_bytes, process_cpu_seconds};
-use blindjoin_core::channel::Channel;
 use blindjoin_core::channel::clock::Limits;
 use blindjoin_core::channel::metered::{Metered, Traffic};
 use blindjoin_core::item::Item;
@@ -174,10 +173,7 @@ pub fn run_client(a: &AidedClientArgs) -> CliResult<()> {
     let server = transport::connect(&a.server, &cfg, log)?;
     let mut server = Metered::new(server);
     let (cpu0, t0) = (process_cpu_seconds(), Instant::now());
-    let peer_links = match peers.as_mut_slice() {
-        [one] if a.party != 1 => Peers::Member(one as &mut dyn Channel),
-        many => Peers::Leader(many.iter_mut().map(|l| l as &mut dyn Channel).collect()),
-    };
+    let peer_links = Peers::of(a.party, &mut peers);
     let mut links = AidedLinks {
         run: a.run.clone(),
         party: a.party,

@@ -14,6 +14,7 @@ use blindjoin_core::handshake::{Role, Session, handshake};
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
+use rayon::slice::ParallelSliceMut;
 use sha2::{Digest, Sha256};
 use std::time::Instant;
 use zeroize::Zeroizing;
@@ -24,6 +25,34 @@ pub enum Peers<'a> {
     Leader(Vec<&'a mut dyn Channel>),
     /// P_i, i ≥ 2: the link to P1.
     Member(&'a mut dyn Channel),
+}
+
+impl<'a> Peers<'a> {
+    /// Party `party`'s links to the other clients: P1 leads on all of them, any other party
+    /// has its one link to P1.
+    pub fn of<C: Channel>(party: u32, links: &'a mut [C]) -> Peers<'a> {
+        let mut all: Vec<&'a mut dyn Channel> =
+            links.iter_mut().map(|l| l as &mut dyn Channel).collect();
+        match all.pop() {
+            Some(one) if party != 1 && all.is_empty() => Peers::Member(one),
+            last => {
+                all.extend(last);
+                Peers::Leader(all)
+            }
+        }
+    }
+}
+
+/// The rows of the labels (sorted, each with its row) whose bit is set, ascending.
+pub(crate) fn marked_rows(labels: &[(u128, u32)], bits: &[u8]) -> Vec<usize> {
+    let mut rows: Vec<usize> = labels
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| bits[k / 8] >> (k % 8) & 1 == 1)
+        .map(|(_, &(_, i))| i as usize)
+        .collect();
+    rows.par_sort_unstable();
+    rows
 }
 
 /// Everything a client runs on: its run, its party index and its connections.
@@ -327,13 +356,7 @@ pub(crate) fn run_client(
     let params = run_params(p, opts, links);
     let bits = submit(p, links, opts, params, len, &labels)?;
     let t = phases.lap("server", t);
-    let mut indices: Vec<usize> = labels
-        .iter()
-        .enumerate()
-        .filter(|(k, _)| bits[k / 8] >> (k % 8) & 1 == 1)
-        .map(|(_, &(_, i))| i as usize)
-        .collect();
-    indices.sort_unstable();
+    let indices = marked_rows(&labels, &bits);
     phases.lap("output", t);
     Ok(ClientOutput {
         indices,

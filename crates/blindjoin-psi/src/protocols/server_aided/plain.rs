@@ -7,7 +7,7 @@
 //! The server tells its runs apart from `kmrs_semi` runs by the run parameter
 //! `labels = plaintext`, which every client of the run must give.
 
-use super::client::{AidedLinks, ClientOutput, run_params, submit};
+use super::client::{AidedLinks, ClientOutput, marked_rows, run_params, submit};
 use super::kmrs_semi;
 use crate::run::{Phases, RunOptions};
 use blindjoin_core::item::Item;
@@ -41,13 +41,7 @@ pub fn plaintext_baseline(
     params.push(("labels".into(), "plaintext".into()));
     let bits = submit(&kmrs_semi::PROTOCOL, links, opts, params, 16, &labels)?;
     let t = phases.lap("server", t);
-    let mut indices: Vec<usize> = labels
-        .iter()
-        .enumerate()
-        .filter(|(k, _)| bits[k / 8] >> (k % 8) & 1 == 1)
-        .map(|(_, &(_, i))| i as usize)
-        .collect();
-    indices.par_sort_unstable();
+    let indices = marked_rows(&labels, &bits);
     phases.lap("output", t);
     Ok(ClientOutput {
         indices,
