@@ -59,13 +59,15 @@ pub struct AidedArgs {
     /// λ.
     #[command(flatten)]
     pub lambda: LambdaOpts,
-    /// kmrs_mal: copies of each element (KMRS14's λ; every client the same).
+    /// kmrs_mal, kmrs_fair, kmrs_size: copies of each element (KMRS14's λ; every client the
+    /// same).
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub copies: u32,
-    /// kmrs_mal: labels in each dummy set (KMRS14's t; every client the same).
+    /// kmrs_mal, kmrs_fair, kmrs_size: labels in each dummy set (KMRS14's t; every client the
+    /// same).
     #[arg(long, value_name = "N", default_value = "2^20", value_parser = parse_count)]
     pub dummies: u64,
-    /// kmrs_mal: accept --copies and --dummies that catch a cheating server with probability
+    /// kmrs_mal, kmrs_fair, kmrs_size: accept --copies and --dummies that catch a cheating server with probability
     /// below 1 − 2^-λ (covert security: e.g. --copies 2 --dummies 2 catches it with
     /// probability 1/2).
     #[arg(long)]

@@ -88,6 +88,8 @@ pub enum Count {
     One,
     /// At least this many.
     AtLeast(u32),
+    /// Exactly this many (more than one).
+    Exactly(u32),
 }
 
 /// One role of a protocol: who plays it, how many, and what it learns.

@@ -139,6 +139,9 @@ pub enum Attack {
     Replace(Vec<u8>),
     /// Send nothing and fail the send, so the party hangs up mid-protocol.
     HangUp,
+    /// Send the frame as this function rewrites it (a party that deviates in a way the test
+    /// computes from what it would have sent).
+    Edit(fn(&mut Vec<u8>)),
 }
 
 /// Which frame a [`Tamper`] attacks: frame `frame` (0-based) of the message named `msg`, as
@@ -244,6 +247,11 @@ fn tampered_send(
         Attack::HangUp => Err(blindjoin_core::Error::PeerClosed {
             during: "a send (test hang-up)",
         }),
+        Attack::Edit(f) => {
+            let mut v = frame.to_vec();
+            f(&mut v);
+            tx.send(msg, &v)
+        }
     }
 }
 

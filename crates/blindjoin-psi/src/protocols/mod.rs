@@ -25,6 +25,8 @@ registry! {
     naive;
     kmrs_semi,
     kmrs_mal,
+    kmrs_fair,
+    kmrs_size,
 }
 
 pub mod server_aided;

@@ -32,10 +32,13 @@ fn descriptors_are_consistent() {
         let expected = if p.is_two_party() {
             [(Party::Receiver, Count::One), (Party::Sender, Count::One)]
         } else {
-            [
-                (Party::Client, Count::AtLeast(2)),
-                (Party::Server, Count::One),
-            ]
+            // Fig. 3 and 4 of KMRS14 have two clients, Fig. 1 and 2 any number.
+            let clients = if ["kmrs_fair", "kmrs_size"].contains(&p.name) {
+                Count::Exactly(2)
+            } else {
+                Count::AtLeast(2)
+            };
+            [(Party::Client, clients), (Party::Server, Count::One)]
         };
         assert_eq!(parties, expected, "{p}");
         // Message names are unique within a flow and never the handshake's.

@@ -14,11 +14,12 @@ use blindjoin_psi::protocols::server_aided::disk_store::DiskStore;
 use blindjoin_psi::protocols::server_aided::server::{Server, ServerConfig};
 use blindjoin_psi::protocols::server_aided::store::{LabelWriter, MemoryStore, Store};
 use blindjoin_psi::protocols::server_aided::wire::{
-    MSG_LABELS, MSG_SUBMIT, Status, Submit, WIRE_VERSION, recv_status,
+    MSG_BITS, MSG_FAIR_OPEN, MSG_LABELS, MSG_PERMUTATION, MSG_RELABELLED, MSG_SERVER_SHARE,
+    MSG_SUBMIT, Status, Submit, WIRE_VERSION, recv_status,
 };
-use blindjoin_psi::protocols::server_aided::{kmrs_mal, kmrs_semi, labels};
+use blindjoin_psi::protocols::server_aided::{kmrs_fair, kmrs_mal, kmrs_semi, kmrs_size, labels};
 use blindjoin_psi::{Protocol, RunOptions};
-use blindjoin_testkit::{oracle, rng, sets_with_overlap};
+use blindjoin_testkit::{Attack, Tamper, Target, oracle, rng, sets_with_overlap};
 use rand::Rng;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -61,6 +62,36 @@ fn run_protocol(
     opts: &[RunOptions],
     seed: u64,
 ) -> Vec<blindjoin_core::Result<ClientOutput>> {
+    run_tampered(server, p, run, sets, opts, seed, None)
+}
+
+/// Who alters a frame in [`run_tampered`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// Client i (0-based), in what it sends to the server.
+    Client(usize),
+    /// The server, in what it sends to client i (0-based).
+    Server(usize),
+}
+
+/// [`run_protocol`] with one frame of one connection to the server altered in transit.
+fn run_tampered(
+    server: &Server,
+    p: &'static Protocol,
+    run: &str,
+    sets: &[Vec<Vec<u8>>],
+    opts: &[RunOptions],
+    seed: u64,
+    tamper: Option<(Side, Target, Attack)>,
+) -> Vec<blindjoin_core::Result<ClientOutput>> {
+    let wrap = |side: Side, ch: MemoryChannel| -> Box<dyn Channel + Send> {
+        match &tamper {
+            Some((s, target, attack)) if *s == side => {
+                Box::new(Tamper::new(ch, *target, attack.clone()))
+            }
+            _ => Box::new(ch),
+        }
+    };
     let n = sets.len();
     let wait = Duration::from_secs(60);
     let mut leader_ends = Vec::new();
@@ -73,15 +104,17 @@ fn run_protocol(
     let (mut client_ends, mut server_ends): (Vec<MemoryChannel>, Vec<MemoryChannel>) =
         (0..n).map(|_| memory_pair(wait)).unzip();
     std::thread::scope(|s| {
-        for mut end in server_ends.drain(..) {
+        for (i, end) in server_ends.drain(..).enumerate() {
+            let mut end = wrap(Side::Server(i), end);
             s.spawn(move || {
-                let _ = server.serve(&mut end);
+                let _ = server.serve(&mut *end);
             });
         }
         let mut handles = Vec::new();
         let mut member_ends = member_ends.into_iter();
         let mut leader_ends = Some(leader_ends);
-        for (i, mut to_server) in client_ends.drain(..).enumerate() {
+        for (i, to_server) in client_ends.drain(..).enumerate() {
+            let mut to_server = wrap(Side::Client(i), to_server);
             let items = items_from_records(&sets[i]);
             let party = i as u32 + 1;
             let leader = if i == 0 { leader_ends.take() } else { None };
@@ -102,7 +135,7 @@ fn run_protocol(
                     party,
                     parties: n as u32,
                     peers,
-                    server: &mut to_server,
+                    server: &mut *to_server,
                 };
                 let out = p.client(&mut links, &items, opts, &mut rng(seed + party as u64));
                 // A failed client closes its links, as a process that exits would.
@@ -911,4 +944,329 @@ fn mal_a_covert_server_is_caught_with_the_stated_probability() {
     assert!(escapes < N / 2);
     assert_eq!(srv.runs(), 0);
     drop(rng_state);
+}
+
+// `kmrs_fair` and `kmrs_size`: two clients each; cheating servers and clients.
+
+const FAIR: &Protocol = &kmrs_fair::PROTOCOL;
+const SIZE: &Protocol = &kmrs_size::PROTOCOL;
+
+/// Runs `p` for two clients with the same options, one frame altered if `tamper`.
+fn run_two(
+    server: &Server,
+    p: &'static Protocol,
+    run: &str,
+    sets: &[Records],
+    opts: &RunOptions,
+    tamper: Option<(Side, Target, Attack)>,
+) -> Vec<blindjoin_core::Result<ClientOutput>> {
+    run_tampered(
+        server,
+        p,
+        run,
+        sets,
+        &[opts.clone(), opts.clone()],
+        0,
+        tamper,
+    )
+}
+
+/// The reason a server refusal gives, or a panic naming what came instead.
+fn refused_with(out: &blindjoin_core::Result<ClientOutput>) -> String {
+    match out {
+        Err(Error::PeerRefused(why)) => why.clone(),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn fair_and_size_two_clients_learn_the_exact_rows() {
+    let (srv, store) = server(quick());
+    let opts = mal(3, 16);
+    for p in [FAIR, SIZE] {
+        for (k, &(n1, n2, overlap)) in BASE_CASES.iter().enumerate() {
+            let (a, b) = sets_with_overlap(n1, n2, overlap, 700 + k as u64);
+            let out = run_two(
+                &srv,
+                p,
+                &format!("{k}"),
+                &[a.clone(), b.clone()],
+                &opts,
+                None,
+            );
+            let o1 = out[0].as_ref().unwrap();
+            let o2 = out[1].as_ref().unwrap();
+            assert_eq!(
+                o1.indices,
+                oracle(&a, &b),
+                "{p} {n1} {n2} {overlap}: client 1"
+            );
+            assert_eq!(
+                o2.indices,
+                oracle(&b, &a),
+                "{p} {n1} {n2} {overlap}: client 2"
+            );
+            assert_eq!(o2.sizes, vec![n1 as u64, n2 as u64]);
+            let counts = [3 * n1 as u64 + 32, 3 * n2 as u64 + 32];
+            // kmrs_size truncates twice, so it asks λ + 1 of each truncation.
+            let lambda = if p.name == kmrs_size::NAME { 41 } else { 40 };
+            assert_eq!(o1.label_len, labels::label_len(&counts, lambda).unwrap());
+        }
+    }
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
+
+/// Server-aided PET (KMRS14 §1.2): `kmrs_size` on one element each, at the default copies
+/// and dummies (2^-40).
+#[test]
+fn size_with_one_element_each_is_an_equality_test() {
+    let (srv, _) = server(quick());
+    let one = |s: &str| vec![s.as_bytes().to_vec()];
+    for (x, y, equal) in [
+        ("alice@example.org", "alice@example.org", true),
+        ("a", "b", false),
+    ] {
+        let out = run_two(
+            &srv,
+            SIZE,
+            "pet",
+            &[one(x), one(y)],
+            &RunOptions::default(),
+            None,
+        );
+        let want: Vec<usize> = if equal { vec![0] } else { vec![] };
+        assert_eq!(out[0].as_ref().unwrap().indices, want, "{x} {y}");
+        assert_eq!(out[1].as_ref().unwrap().indices, want, "{x} {y}");
+    }
+    assert_eq!(srv.runs(), 0);
+}
+
+#[test]
+fn fair_and_size_refuse_more_than_two_clients() {
+    let (srv, _) = server(quick());
+    for p in [FAIR, SIZE] {
+        let out = run_protocol(&srv, p, "three", &three_sets(), &vec![mal(3, 16); 3], 0);
+        for o in &out {
+            assert!(
+                matches!(
+                    o,
+                    Err(Error::InvalidParam {
+                        field: "parties",
+                        ..
+                    })
+                ),
+                "{p}: {o:?}"
+            );
+        }
+    }
+    assert_eq!(srv.runs(), 0);
+}
+
+/// `kmrs_fair` against a cheating server: the alterations of `kmrs_mal`'s test are caught by
+/// the client cheated; one that opens another bit vector than it committed to is caught by the
+/// commitment.
+#[test]
+fn fair_a_cheating_server_is_caught() {
+    type Alter = fn(&mut Vec<u8>, usize);
+    let cheats: [(&str, Alter); 3] = [
+        ("omits one label of the intersection", |b, n| {
+            let k = (0..n).find(|&k| bit(b, k)).unwrap();
+            flip(b, k);
+        }),
+        ("adds one label not in the intersection", |b, n| {
+            let k = (0..n).rev().find(|&k| !bit(b, k)).unwrap();
+            flip(b, k);
+        }),
+        ("drops the whole set", |b, _| {
+            b.iter_mut().for_each(|x| *x = 0)
+        }),
+    ];
+    let (a, b) = sets_with_overlap(40, 50, 12, 31);
+    for (name, alter) in cheats {
+        let store = Arc::new(CheatingStore::new(Box::new(move |bits, sets, len| {
+            alter(&mut bits[0], sets[0].len() / len)
+        })));
+        let srv = Server::new(store.clone(), quick());
+        let out = run_two(&srv, FAIR, "c", &[a.clone(), b.clone()], &mal(3, 16), None);
+        assert!(
+            matches!(&out[0], Err(Error::ServerCheated(_))),
+            "{name}: {:?}",
+            out[0]
+        );
+        assert_eq!(out[1].as_ref().unwrap().indices, oracle(&b, &a), "{name}");
+        assert_eq!(srv.runs(), 0);
+        assert!(store.inner.is_empty());
+    }
+    let (srv, _) = server(quick());
+    let out = run_two(
+        &srv,
+        FAIR,
+        "equivocate",
+        &[a.clone(), b.clone()],
+        &mal(3, 16),
+        // Other bits, as many set: the count it announced still holds.
+        Some((
+            Side::Server(0),
+            Target::first(MSG_BITS),
+            Attack::Edit(|f| {
+                let b = f.iter_mut().find(|b| **b != 0 && **b != 0xff).unwrap();
+                *b = b.rotate_left(1);
+            }),
+        )),
+    );
+    match &out[0] {
+        Err(e @ Error::ServerCheated(_)) => {
+            assert!(e.to_string().contains("not the one it committed to"), "{e}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(out[1].as_ref().unwrap().indices, oracle(&b, &a));
+}
+
+/// Fairness (Thm. 5): a client whose labels are not λ copies of its values and its own dummy
+/// set, or whose opening does not match them, is caught by the server before anyone has a
+/// result; both clients are refused, with the reason.
+#[test]
+fn fair_a_client_with_malformed_labels_leaves_both_without_a_result() {
+    let (a, b) = sets_with_overlap(40, 50, 12, 33);
+    // The last label of party 2's only label frame raised by one: still ascending, no longer a
+    // copy of anything it will open.
+    let raise_last: fn(&mut Vec<u8>) = |f| {
+        let last = f.len() - 1;
+        f[last] = f[last].wrapping_add(1);
+    };
+    let attacks = [
+        (Target::first(MSG_LABELS), Attack::Edit(raise_last)),
+        (Target::first(MSG_FAIR_OPEN), Attack::FlipBit(0)),
+    ];
+    for (target, attack) in attacks {
+        let (srv, store) = server(quick());
+        let out = run_two(
+            &srv,
+            FAIR,
+            "malformed",
+            &[a.clone(), b.clone()],
+            &mal(3, 16),
+            Some((Side::Client(1), target, attack)),
+        );
+        for o in &out {
+            let why = refused_with(o);
+            assert!(
+                why.contains("party 2's labels are not well formed"),
+                "{why}"
+            );
+        }
+        assert_eq!(srv.runs(), 0);
+        assert!(store.is_empty());
+    }
+}
+
+/// `kmrs_size` against a cheating server: T′1 under another key (the whole intersection
+/// dropped) is caught by party 2, which refuses to let the server open π3, so party 1 ends
+/// with party 2's reason; a wrong π3 is caught by party 1; a key share that does not match the
+/// server's commitment is caught by party 2.
+#[test]
+fn size_a_cheating_server_is_caught() {
+    let (a, b) = sets_with_overlap(40, 50, 12, 35);
+    let len = labels::label_len(&[3 * 40 + 32, 3 * 50 + 32], 41).unwrap();
+    assert_eq!(len, 8, "the edits below assume 8-byte labels");
+    // Every label of T′1 plus one in its last byte: still ascending, none equal to T′2's.
+    let shift: fn(&mut Vec<u8>) = |f| {
+        for l in f.chunks_exact_mut(8) {
+            let v = u64::from_be_bytes(l.try_into().unwrap()) + 1;
+            l.copy_from_slice(&v.to_be_bytes());
+        }
+    };
+    let reverse: fn(&mut Vec<u8>) = |f| {
+        let mut idx: Vec<[u8; 4]> = f.chunks_exact(4).map(|c| c.try_into().unwrap()).collect();
+        idx.reverse();
+        *f = idx.concat();
+    };
+    let srv = Server::new(Arc::new(MemoryStore::new()), quick());
+    let run = |side, target, attack| {
+        run_two(
+            &srv,
+            SIZE,
+            "cheat",
+            &[a.clone(), b.clone()],
+            &mal(3, 16),
+            Some((side, target, attack)),
+        )
+    };
+    let out = run(
+        Side::Server(0),
+        Target::first(MSG_RELABELLED),
+        Attack::Edit(shift),
+    );
+    match &out[1] {
+        Err(e @ Error::ServerCheated(_)) => assert!(e.to_string().contains("D0"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    let why = refused_with(&out[0]);
+    assert!(
+        why.contains("party 2 rejected the result: the server cheated"),
+        "{why}"
+    );
+
+    let out = run(
+        Side::Server(0),
+        Target::first(MSG_PERMUTATION),
+        Attack::Edit(reverse),
+    );
+    assert!(
+        matches!(&out[0], Err(Error::ServerCheated(_))),
+        "{:?}",
+        out[0]
+    );
+    // Party 2 judged a correct result.
+    assert_eq!(out[1].as_ref().unwrap().indices, oracle(&b, &a));
+
+    let out = run(
+        Side::Server(1),
+        Target::first(MSG_SERVER_SHARE),
+        Attack::FlipBit(3),
+    );
+    match &out[1] {
+        Err(e @ Error::ServerCheated(_)) => {
+            assert!(
+                e.to_string().contains("does not match its commitment"),
+                "{e}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(out[0].is_err());
+    assert_eq!(srv.runs(), 0);
+}
+
+/// Party 2 of `kmrs_size` sends the server no labels (the server never sees its set); the
+/// server refuses one that announces any, and a run of either protocol with other than two
+/// clients.
+#[test]
+fn size_the_server_refuses_labels_from_party_2() {
+    let (srv, _) = server(quick());
+    let hello = |protocol: &str, party, parties, count| Submit {
+        protocol: protocol.into(),
+        party,
+        parties,
+        ..submit("r", party, count)
+    };
+    let (_c, st, h) = raw_submit(&srv, &hello(kmrs_size::NAME, 2, 2, 10));
+    h.join().unwrap();
+    let why = refusal(st);
+    assert!(
+        why.contains("party 2 of a kmrs_size run sends the server no labels, not 10"),
+        "{why}"
+    );
+    for p in [kmrs_size::NAME, kmrs_fair::NAME] {
+        let (_c, st, h) = raw_submit(&srv, &hello(p, 1, 3, 10));
+        h.join().unwrap();
+        let why = refusal(st);
+        assert!(
+            why.contains(&format!("{p} runs have 2 clients, not 3")),
+            "{why}"
+        );
+    }
+    assert_eq!(srv.runs(), 0);
 }

@@ -1,7 +1,7 @@
 //! The client's side: the key over the direct client links (sent by P1 for `kmrs_semi`,
 //! coin-tossed for `kmrs_mal`), the labels to the server, the bit vector back.
 
-use super::labels::{encode_labels, label_len, sorted_labels};
+use super::labels::{decode_label, encode_labels, label_len, sorted_labels};
 use super::wire::{
     BITS_PER_FRAME, KeyMsg, LABELS_PER_FRAME, MSG_BITS, MSG_COMMIT, MSG_KEY, MSG_LABELS, MSG_OPEN,
     MSG_PARTY, MSG_RECEIVED, MSG_SHARE, MSG_SUBMIT, OpenMsg, ShareMsg, Status, Submit,
@@ -217,7 +217,7 @@ pub(crate) fn agree_key(
 }
 
 /// SHA-256 of `parts`, each preceded by its length (8 bytes, little-endian).
-fn hash(parts: &[&[u8]]) -> [u8; 32] {
+pub(crate) fn hash(parts: &[&[u8]]) -> [u8; 32] {
     let mut h = Sha256::new();
     for part in parts {
         h.update((part.len() as u64).to_le_bytes());
@@ -228,7 +228,7 @@ fn hash(parts: &[&[u8]]) -> [u8; 32] {
 
 /// P1's commitment to its share r_1: SHA-256("blindjoin/kmrs/commit" ‖ r_1), hiding because r_1
 /// is 256 uniform bits, binding because SHA-256 is collision resistant.
-fn commit(share: &[u8; 32]) -> [u8; 32] {
+pub(crate) fn commit(share: &[u8; 32]) -> [u8; 32] {
     hash(&[b"blindjoin/kmrs/commit", share])
 }
 
@@ -377,6 +377,26 @@ pub(crate) fn submit(
     len: usize,
     labels: &[(u128, u32)],
 ) -> Result<Vec<u8>> {
+    send_labels(p, links, opts, params, len, labels)?;
+    let ch = &mut *links.server;
+    let bits = match next_status(ch, "the labels")? {
+        Status::Result { matches } => receive_bits(ch, MSG_BITS, labels.len(), Some(matches))?,
+        other => return Err(unexpected(&other, "the labels")),
+    };
+    ch.send(MSG_RECEIVED, &[])?;
+    Ok(bits)
+}
+
+/// Sends the submit hello, announcing `labels.len()` labels of `len` bytes and `params`, and
+/// once the server accepts, the labels in ascending order.
+pub(crate) fn send_labels(
+    p: &Protocol,
+    links: &mut AidedLinks<'_>,
+    opts: &RunOptions,
+    params: Vec<(String, String)>,
+    len: usize,
+    labels: &[(u128, u32)],
+) -> Result<()> {
     let hello = Submit {
         version: WIRE_VERSION,
         protocol: p.name.to_owned(),
@@ -392,53 +412,116 @@ pub(crate) fn submit(
     match recv_status(ch)? {
         Status::Accepted => {}
         Status::Refused(why) => return Err(refused(&why)),
-        other => {
+        other => return Err(unexpected(&other, "the labels")),
+    }
+    send_sorted(ch, MSG_LABELS, labels.iter().map(|&(l, _)| l), len)?;
+    opts.report("server labels", 0, 0);
+    Ok(())
+}
+
+/// Sends labels of `len` bytes in frames of [`LABELS_PER_FRAME`].
+pub(crate) fn send_sorted(
+    ch: &mut dyn Channel,
+    message: &'static str,
+    labels: impl Iterator<Item = u128>,
+    len: usize,
+) -> Result<()> {
+    let mut frame = Vec::with_capacity(LABELS_PER_FRAME * len);
+    let mut labels = labels.peekable();
+    while labels.peek().is_some() {
+        frame.clear();
+        encode_labels(labels.by_ref().take(LABELS_PER_FRAME), len, &mut frame);
+        ch.send(message, &frame)?;
+    }
+    Ok(())
+}
+
+/// Receives `count` labels of `len` bytes in frames of at most [`LABELS_PER_FRAME`], which
+/// must be strictly ascending.
+pub(crate) fn receive_sorted(
+    ch: &mut dyn Channel,
+    message: &'static str,
+    len: usize,
+    count: u64,
+) -> Result<Vec<u128>> {
+    let mut out = Vec::with_capacity(usize::try_from(count).unwrap_or(0).min(1 << 28));
+    let mut reader = BulkReader::new(message, len, count);
+    while let Some(frame) = reader.next_frame(ch)? {
+        if frame.len() > LABELS_PER_FRAME * len {
             return Err(Error::malformed(
-                super::wire::MSG_STATUS,
-                format!("{other:?} before the labels"),
+                message,
+                "a frame of more than 2^16 labels",
             ));
         }
-    }
-    let mut frame = Vec::with_capacity(LABELS_PER_FRAME * len);
-    for chunk in labels.chunks(LABELS_PER_FRAME) {
-        frame.clear();
-        encode_labels(chunk.iter().map(|&(l, _)| l), len, &mut frame);
-        ch.send(MSG_LABELS, &frame)?;
-        opts.report("server labels", 0, 0);
-    }
-    let matches = loop {
-        match recv_status(ch)? {
-            Status::Waiting { .. } => continue,
-            Status::Result { matches } => break matches,
-            Status::Refused(why) => return Err(refused(&why)),
-            Status::Accepted => {
+        for l in frame.chunks_exact(len) {
+            let v = decode_label(l);
+            if out.last().is_some_and(|&p| p >= v) {
                 return Err(Error::malformed(
-                    super::wire::MSG_STATUS,
-                    "a second acceptance",
+                    message,
+                    "the labels are not in strictly ascending order",
                 ));
             }
+            out.push(v);
         }
-    };
-    let want = labels.len().div_ceil(8);
+    }
+    Ok(out)
+}
+
+/// The next status from the server after its keepalives; a refusal is an error. `after`
+/// names what the client waits for, for the error of an unexpected status.
+pub(crate) fn next_status(ch: &mut dyn Channel, after: &str) -> Result<Status> {
+    loop {
+        match recv_status(ch)? {
+            Status::Waiting { .. } => continue,
+            Status::Refused(why) => return Err(refused(&why)),
+            Status::Accepted => return Err(unexpected(&Status::Accepted, after)),
+            other => return Ok(other),
+        }
+    }
+}
+
+/// The error for a status the client did not expect.
+pub(crate) fn unexpected(status: &Status, after: &str) -> Error {
+    Error::malformed(super::wire::MSG_STATUS, format!("{status:?} after {after}"))
+}
+
+/// Receives a bit vector over `n` labels in frames of at most [`BITS_PER_FRAME`] bytes: no bit
+/// set past the last label, and `matches` bits set if given.
+pub(crate) fn receive_bits(
+    ch: &mut dyn Channel,
+    message: &'static str,
+    n: usize,
+    matches: Option<u64>,
+) -> Result<Vec<u8>> {
+    let want = n.div_ceil(8);
     let mut bits = Vec::with_capacity(want);
-    let mut reader = BulkReader::new(MSG_BITS, 1, want as u64);
+    let mut reader = BulkReader::new(message, 1, want as u64);
     while let Some(f) = reader.next_frame(ch)? {
         if f.len() > BITS_PER_FRAME {
-            return Err(Error::malformed(MSG_BITS, "a frame longer than 512 KiB"));
+            return Err(Error::malformed(message, "a frame longer than 512 KiB"));
         }
         bits.extend_from_slice(&f);
     }
-    let pad = labels.len() % 8;
+    let pad = n % 8;
     if pad != 0 && bits.last().is_some_and(|b| b >> pad != 0) {
-        return Err(Error::malformed(MSG_BITS, "bits set past the last label"));
+        return Err(Error::malformed(message, "bits set past the last label"));
     }
     let ones: u64 = bits.iter().map(|b| u64::from(b.count_ones())).sum();
-    if ones != matches {
+    if let Some(matches) = matches
+        && ones != matches
+    {
         return Err(Error::malformed(
-            MSG_BITS,
+            message,
             format!("{ones} bits set, {matches} announced"),
         ));
     }
-    ch.send(MSG_RECEIVED, &[])?;
     Ok(bits)
+}
+
+/// Sends a bit vector in frames of [`BITS_PER_FRAME`] bytes.
+pub(crate) fn send_bits(ch: &mut dyn Channel, message: &'static str, bits: &[u8]) -> Result<()> {
+    for frame in bits.chunks(BITS_PER_FRAME) {
+        ch.send(message, frame)?;
+    }
+    Ok(())
 }

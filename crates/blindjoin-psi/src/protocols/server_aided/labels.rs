@@ -115,6 +115,15 @@ pub fn truncate(b: Block, len: usize) -> u128 {
     }
 }
 
+/// A label of `bytes.len()` ≤ 16 bytes, laid out as [`truncate`] does (the bytes high, the
+/// rest zero).
+pub fn decode_label(bytes: &[u8]) -> u128 {
+    let mut b = [0u8; 16];
+    let n = bytes.len().min(MAX_LABEL_LEN);
+    b[..n].copy_from_slice(&bytes[..n]);
+    u128::from_be_bytes(b)
+}
+
 /// Appends the first `len` bytes of each label (as [`truncate`] lays them out) to `out`.
 pub fn encode_labels(labels: impl Iterator<Item = u128>, len: usize, out: &mut Vec<u8>) {
     for l in labels {

@@ -88,8 +88,10 @@
 
 pub mod client;
 pub mod disk_store;
+pub mod kmrs_fair;
 pub mod kmrs_mal;
 pub mod kmrs_semi;
+pub mod kmrs_size;
 pub mod labels;
 pub mod plain;
 #[cfg(feature = "redis-store")]
@@ -98,7 +100,8 @@ pub mod server;
 pub mod store;
 pub mod wire;
 
-use crate::protocol::{Count, Party, Reference, RoleSpec};
+use crate::protocol::{Count, Party, Protocol, Reference, RoleSpec};
+use blindjoin_core::{Error, Result};
 
 /// Kamara, Mohassel, Raykova, Sadeghian (FC 2014); `part` set by each user.
 pub(crate) const KMRS14: Reference = Reference {
@@ -122,3 +125,14 @@ pub(crate) const SERVER_AIDED_ROLES: &[RoleSpec] = &[
         learns: "every set size and the size of every sub-intersection, never an element",
     },
 ];
+
+/// Refuses a run of other than two clients (`kmrs_fair`, `kmrs_size`: Fig. 3 and 4 have two).
+pub(crate) fn two_clients(p: &Protocol, links: &client::AidedLinks<'_>) -> Result<()> {
+    if links.parties != 2 {
+        return Err(Error::InvalidParam {
+            field: "parties",
+            reason: format!("{} runs have 2 clients, not {}", p.name, links.parties),
+        });
+    }
+    Ok(())
+}

@@ -3,26 +3,77 @@
 //!
 //! [`Server::serve`] handles one client connection from its submit hello to its receipt; the
 //! caller (the CLI's `blindjoin server`) accepts connections and runs each on a thread of its
-//! own. A run lives while one of its clients is connected: it is created by its first client,
-//! intersected by the thread of the last client whose labels arrive, and forgotten (table and
-//! store) once every client has had its result, or as soon as it fails: a client that
-//! disconnects or sends malformed labels before the result, a different parameter, or a run
-//! not complete within the run timeout. Clients still waiting then receive the reason.
+//! own. What the server does in a run depends on its protocol:
+//!
+//! - `kmrs_semi`, `kmrs_mal`: labels into the store, intersected by the thread of the last
+//!   client whose labels arrive, each client's bit vector out;
+//! - `kmrs_fair` (Fig. 3): the same intersection, then a hash commitment to each client's bit
+//!   vector; each client's opening (K2 and its first-layer values) checked against the labels
+//!   it sent; the bit vectors and the commitments' openings only once every opening passed;
+//! - `kmrs_size` (Fig. 4): no store and no intersection. Party 2 tosses K2 with the server;
+//!   party 1's labels are relabelled under K2 and returned sorted; the permutation π3 goes to
+//!   party 1 once party 2 approves the result.
+//!
+//! A run lives while one of its clients is connected: it is created by its first client and
+//! forgotten (table and store) once every client has had its final answer, or as soon as it
+//! fails: a client that disconnects or sends malformed messages before the outcome is fixed, a
+//! different parameter, an opening that does not match (`kmrs_fair`), a rejection by party 2
+//! (`kmrs_size`), or a run not complete within the run timeout. Clients still waiting then
+//! receive the reason.
 
 use super::store::Store;
 use super::wire::{
-    BITS_PER_FRAME, LABELS_PER_FRAME, MAX_SUBMIT_LEN, MSG_BITS, MSG_LABELS, MSG_RECEIVED,
-    MSG_SUBMIT, Status, Submit, check_submit, send_status,
+    BITS_PER_FRAME, LABELS_PER_FRAME, MAX_SUBMIT_LEN, MSG_BITS, MSG_FAIR_NONCE, MSG_LABELS,
+    MSG_RECEIVED, MSG_SUBMIT, MSG_VERDICT, Status, Submit, Verdict, check_submit, send_status,
 };
+use super::{kmrs_fair, kmrs_size};
 use blindjoin_core::channel::{BulkReader, Channel, recv_msg};
 use blindjoin_core::{Error, Result};
+use rand::RngCore;
+use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
+use zeroize::Zeroizing;
 
-/// The protocols whose runs this server intersects.
-pub const SERVED: &[&str] = &[super::kmrs_semi::NAME, super::kmrs_mal::NAME];
+/// The protocols whose runs this server serves.
+pub const SERVED: &[&str] = &[
+    super::kmrs_semi::NAME,
+    super::kmrs_mal::NAME,
+    kmrs_fair::NAME,
+    kmrs_size::NAME,
+];
+
+/// What the server does in a run (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Flow {
+    /// `kmrs_semi`, `kmrs_mal`.
+    Intersect,
+    /// `kmrs_fair`.
+    Fair,
+    /// `kmrs_size`.
+    Size,
+}
+
+impl Flow {
+    fn of(protocol: &str) -> Flow {
+        match protocol {
+            kmrs_fair::NAME => Flow::Fair,
+            kmrs_size::NAME => Flow::Size,
+            _ => Flow::Intersect,
+        }
+    }
+}
+
+/// `d` for a message: whole seconds, or milliseconds below one.
+fn show_duration(d: Duration) -> String {
+    if d >= Duration::from_secs(1) {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
 
 /// How the server treats runs.
 #[derive(Clone, Debug)]
@@ -60,6 +111,7 @@ struct RunState {
     /// The key in the store: the table key and a serial, unique for the server's life.
     store_key: String,
     first: Submit,
+    flow: Flow,
     created: Instant,
     inner: Mutex<RunInner>,
     changed: Condvar,
@@ -73,9 +125,17 @@ struct RunInner {
     stored: Vec<Option<u64>>,
     /// Every party's bit vector, once intersected.
     results: Option<Arc<Vec<Vec<u8>>>>,
+    /// `kmrs_fair`: parties whose opening matched their labels.
+    verified: Vec<bool>,
+    /// `kmrs_size`: K2, once tossed with party 2.
+    key2: Option<Zeroizing<[u8; 16]>>,
+    /// The run's outcome is fixed, and every party may have its final answer: the
+    /// intersection (`kmrs_semi`, `kmrs_mal`), every opening checked (`kmrs_fair`), party 2's
+    /// approval (`kmrs_size`). From then on a party that leaves ends only its own part.
+    released: bool,
     /// Why the run failed.
     failed: Option<String>,
-    /// Parties whose connection has ended after the result.
+    /// Parties whose connection has ended after the outcome was fixed.
     done: Vec<bool>,
 }
 
@@ -135,12 +195,15 @@ impl Server {
             party,
         };
         send_status(ch, &Status::Accepted)?;
-        if let Err(e) = self.receive_labels(ch, &run, &submit) {
-            guard.fail(format!("party {party} did not deliver its labels: {e}"));
+        let served = match run.flow {
+            Flow::Intersect => self.serve_intersect(ch, &run, &submit),
+            Flow::Fair => self.serve_fair(ch, &run, &submit),
+            Flow::Size => self.serve_size(ch, &run, &submit),
+        };
+        if let Err(e) = served {
+            guard.fail(format!("party {party} left the run: {e}"));
             return Err(e);
         }
-        self.wait_and_answer(ch, &run, party)?;
-        guard.finished();
         Ok((submit.run, party))
     }
 
@@ -151,6 +214,19 @@ impl Server {
                 "this server runs {}, not `{}`",
                 SERVED.join(", "),
                 blindjoin_core::error::peer_text(&s.protocol)
+            ));
+        }
+        let flow = Flow::of(&s.protocol);
+        if flow != Flow::Intersect && s.parties != 2 {
+            return Err(format!(
+                "{} runs have 2 clients, not {}",
+                s.protocol, s.parties
+            ));
+        }
+        if flow == Flow::Size && s.party == 2 && s.count != 0 {
+            return Err(format!(
+                "party 2 of a {} run sends the server no labels, not {}",
+                s.protocol, s.count
             ));
         }
         Ok(())
@@ -169,10 +245,12 @@ impl Server {
                     store_key: format!("{id}#{serial}"),
                     id,
                     first: s.clone(),
+                    flow: Flow::of(&s.protocol),
                     created: Instant::now(),
                     inner: Mutex::new(RunInner {
                         joined: vec![false; n],
                         stored: vec![None; n],
+                        verified: vec![false; n],
                         done: vec![false; n],
                         ..RunInner::default()
                     }),
@@ -231,9 +309,13 @@ impl Server {
         Ok(run)
     }
 
-    fn receive_labels(&self, ch: &mut dyn Channel, run: &RunState, s: &Submit) -> Result<()> {
+    /// Receives the client's labels (ascending, checked) into `sink`, frame by frame.
+    fn receive_labels(
+        ch: &mut dyn Channel,
+        s: &Submit,
+        mut sink: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
         let len = s.label_len as usize;
-        let mut writer = self.store.writer(&run.store_key, s.party, len, s.count)?;
         let mut reader = BulkReader::new(MSG_LABELS, len, s.count);
         let mut last: Option<Vec<u8>> = None;
         while let Some(frame) = reader.next_frame(ch)? {
@@ -254,9 +336,32 @@ impl Server {
                 prev = Some(l);
             }
             last = Some(frame[frame.len() - len..].to_vec());
-            writer.write(&frame)?;
+            sink(&frame)?;
         }
-        writer.finish()?;
+        Ok(())
+    }
+
+    /// `kmrs_semi`, `kmrs_mal` and `kmrs_fair`: the client's labels into the store; the thread
+    /// of the last party whose labels arrive intersects. Returns the SHA-256 of the labels as
+    /// received if `digest`.
+    fn store_labels(
+        &self,
+        ch: &mut dyn Channel,
+        run: &RunState,
+        s: &Submit,
+        digest: bool,
+    ) -> Result<Option<[u8; 32]>> {
+        let len = s.label_len as usize;
+        let mut writer = self.store.writer(&run.store_key, s.party, len, s.count)?;
+        let mut hasher = digest.then(Sha256::new);
+        let received = Self::receive_labels(ch, s, |frame| {
+            if let Some(h) = &mut hasher {
+                h.update(frame);
+            }
+            writer.write(frame)
+        })
+        .and_then(|()| writer.finish());
+        self.undelivered(run, s, received)?;
         let n = {
             let mut inner = lock(&run.inner);
             inner.stored[s.party as usize - 1] = Some(s.count);
@@ -273,18 +378,40 @@ impl Server {
             let result = self.store.intersect(&run.store_key, len, &counts);
             let mut inner = lock(&run.inner);
             match result {
-                Ok(bits) => inner.results = Some(Arc::new(bits)),
+                Ok(bits) => {
+                    inner.results = Some(Arc::new(bits));
+                    inner.released |= run.flow == Flow::Intersect;
+                }
                 Err(e) => inner.failed = Some(format!("the intersection failed: {e}")),
             }
-            run.changed.notify_all();
-        } else {
-            run.changed.notify_all();
         }
-        Ok(())
+        run.changed.notify_all();
+        Ok(hasher.map(|h| h.finalize().into()))
     }
 
-    fn wait_and_answer(&self, ch: &mut dyn Channel, run: &RunState, party: u32) -> Result<()> {
-        let bits = loop {
+    /// Fails the run if the client's labels did not all arrive.
+    fn undelivered(&self, run: &RunState, s: &Submit, received: Result<()>) -> Result<()> {
+        if let Err(e) = &received {
+            self.fail(
+                run,
+                format!("party {} did not deliver its labels: {e}", s.party),
+            );
+        }
+        received
+    }
+
+    /// Waits until `ready` gives a value, telling the client every keepalive that the run
+    /// still waits (and how many parties' labels are in); fails the run once the run timeout
+    /// has passed, saying what was missing (`missing`), and refuses the client if the run
+    /// fails.
+    fn wait_for<T>(
+        &self,
+        ch: &mut dyn Channel,
+        run: &RunState,
+        ready: impl Fn(&RunInner) -> Option<T>,
+        missing: impl Fn(&RunInner) -> String,
+    ) -> Result<T> {
+        loop {
             let inner = lock(&run.inner);
             if let Some(why) = &inner.failed {
                 let why = why.clone();
@@ -292,38 +419,61 @@ impl Server {
                 let _ = send_status(ch, &Status::Refused(why.clone()));
                 return Err(Error::PeerRefused(why));
             }
-            if let Some(r) = &inner.results {
-                break r.clone();
+            if let Some(v) = ready(&inner) {
+                return Ok(v);
             }
             let (inner, _) = run
                 .changed
                 .wait_timeout(inner, self.cfg.keepalive)
                 .unwrap_or_else(PoisonError::into_inner);
-            if inner.results.is_some() || inner.failed.is_some() {
+            if inner.failed.is_some() || ready(&inner).is_some() {
                 continue;
             }
             let joined = inner.stored.iter().filter(|c| c.is_some()).count() as u32;
+            let what = missing(&inner);
             drop(inner);
             if run.created.elapsed() >= self.cfg.run_timeout {
                 self.fail(
                     run,
                     format!(
-                        "{} of {} parties sent their labels within the run timeout of {} s",
-                        joined,
-                        run.first.parties,
-                        self.cfg.run_timeout.as_secs()
+                        "{what} within the run timeout of {}",
+                        show_duration(self.cfg.run_timeout)
                     ),
                 );
                 continue;
             }
             send_status(ch, &Status::Waiting { joined })?;
-        };
-        let mine = &bits[party as usize - 1];
+        }
+    }
+
+    /// Waits for the intersection: every party's bit vector.
+    fn wait_results(&self, ch: &mut dyn Channel, run: &RunState) -> Result<Arc<Vec<Vec<u8>>>> {
+        self.wait_for(
+            ch,
+            run,
+            |inner| inner.results.clone(),
+            |inner| {
+                format!(
+                    "{} of {} parties sent their labels",
+                    inner.stored.iter().filter(|c| c.is_some()).count(),
+                    run.first.parties
+                )
+            },
+        )
+    }
+
+    /// Sends the client its bit vector (after the status announcing its matches) and takes
+    /// its receipt.
+    fn send_bits(ch: &mut dyn Channel, mine: &[u8]) -> Result<()> {
         let matches = mine.iter().map(|b| u64::from(b.count_ones())).sum();
         send_status(ch, &Status::Result { matches })?;
         for frame in mine.chunks(BITS_PER_FRAME) {
             ch.send(MSG_BITS, frame)?;
         }
+        Ok(())
+    }
+
+    fn receipt(ch: &mut dyn Channel) -> Result<()> {
         let receipt = ch.recv(MSG_RECEIVED, 16)?;
         if !receipt.is_empty() {
             return Err(Error::malformed(MSG_RECEIVED, "not empty"));
@@ -331,11 +481,136 @@ impl Server {
         Ok(())
     }
 
+    /// `kmrs_semi` and `kmrs_mal` (KMRS14 §3.2): labels in, bit vector out.
+    fn serve_intersect(&self, ch: &mut dyn Channel, run: &RunState, s: &Submit) -> Result<()> {
+        self.store_labels(ch, run, s, false)?;
+        let bits = self.wait_results(ch, run)?;
+        Self::send_bits(ch, &bits[s.party as usize - 1])?;
+        Self::receipt(ch)
+    }
+
+    /// `kmrs_fair` (Fig. 3 steps 5-9): labels in; once intersected, a commitment to the
+    /// client's bit vector; the client's opening (K2 and its first-layer values), checked
+    /// against its labels; once every party's opening has passed, the bit vector and the
+    /// commitment's opening.
+    fn serve_fair(&self, ch: &mut dyn Channel, run: &RunState, s: &Submit) -> Result<()> {
+        let party = s.party;
+        let digest = self.store_labels(ch, run, s, true)?.unwrap_or_default();
+        let bits = self.wait_results(ch, run)?;
+        let mine = &bits[party as usize - 1];
+        let mut nonce = Zeroizing::new([0u8; 32]);
+        rand::rng().fill_bytes(&mut *nonce);
+        let commitment = kmrs_fair::commit_result(&s.run, party, &nonce, mine);
+        send_status(ch, &Status::Committed(commitment))?;
+        let values = kmrs_fair::receive_opening(ch, s)?;
+        if let Err(why) = kmrs_fair::check_opening(s, &values, &digest) {
+            let why = format!("party {party}'s labels are not well formed: {why}");
+            self.fail(run, why.clone());
+            let _ = send_status(ch, &Status::Refused(why.clone()));
+            return Err(Error::PeerRefused(why));
+        }
+        drop(values);
+        {
+            let mut inner = lock(&run.inner);
+            inner.verified[party as usize - 1] = true;
+            inner.released = inner.verified.iter().all(|&v| v);
+            run.changed.notify_all();
+        }
+        self.wait_for(
+            ch,
+            run,
+            |inner| inner.released.then_some(()),
+            |inner| {
+                format!(
+                    "{} of {} parties opened their labels",
+                    inner.verified.iter().filter(|&&v| v).count(),
+                    run.first.parties
+                )
+            },
+        )?;
+        Self::send_bits(ch, mine)?;
+        ch.send(MSG_FAIR_NONCE, &*nonce)?;
+        Self::receipt(ch)
+    }
+
+    /// `kmrs_size` (Fig. 4): party 1's labels in, relabelled under K2 once party 2 has tossed
+    /// it with the server, out sorted; π3 once party 2 approves. Party 2: the coin toss for
+    /// K2 (the server commits first), then its verdict.
+    fn serve_size(&self, ch: &mut dyn Channel, run: &RunState, s: &Submit) -> Result<()> {
+        if s.party == 2 {
+            let key2 = kmrs_size::server_toss(ch, &s.run)?;
+            {
+                let mut inner = lock(&run.inner);
+                inner.key2 = Some(key2);
+                run.changed.notify_all();
+            }
+            let verdict: Verdict = recv_msg(ch, MSG_VERDICT, 1024)?;
+            match verdict {
+                Verdict::Approve => {
+                    let mut inner = lock(&run.inner);
+                    inner.released = inner.failed.is_none();
+                    run.changed.notify_all();
+                    Ok(())
+                }
+                Verdict::Abort(why) => {
+                    let why = format!(
+                        "party 2 rejected the result: {}",
+                        blindjoin_core::error::peer_text(&why)
+                    );
+                    self.fail(run, why.clone());
+                    Err(Error::PeerRefused(why))
+                }
+            }
+        } else {
+            let len = s.label_len as usize;
+            let mut labels = Vec::with_capacity(
+                usize::try_from(s.count.saturating_mul(len as u64)).unwrap_or(0),
+            );
+            let received = Self::receive_labels(ch, s, |frame| {
+                labels.extend_from_slice(frame);
+                Ok(())
+            });
+            self.undelivered(run, s, received)?;
+            {
+                let mut inner = lock(&run.inner);
+                inner.stored[0] = Some(s.count);
+            }
+            let key2 = self.wait_for(
+                ch,
+                run,
+                |inner| inner.key2.clone(),
+                |_| "party 2 did not toss the key with the server".to_owned(),
+            )?;
+            let relabelled = kmrs_size::relabel(&key2, &labels, len);
+            drop(labels);
+            let relabelled = match relabelled {
+                Ok(r) => r,
+                Err(e) => {
+                    let why = e.to_string();
+                    self.fail(run, why.clone());
+                    let _ = send_status(ch, &Status::Refused(why));
+                    return Err(e);
+                }
+            };
+            send_status(ch, &Status::Relabelled)?;
+            kmrs_size::send_relabelled(ch, &relabelled, len)?;
+            self.wait_for(
+                ch,
+                run,
+                |inner| inner.released.then_some(()),
+                |_| "party 2 did not judge the result".to_owned(),
+            )?;
+            send_status(ch, &Status::Opened)?;
+            kmrs_size::send_permutation(ch, &relabelled)?;
+            Self::receipt(ch)
+        }
+    }
+
     /// Marks `run` failed (waiting clients are told `why`) and forgets it.
     fn fail(&self, run: &RunState, why: String) {
         {
             let mut inner = lock(&run.inner);
-            if inner.failed.is_none() && inner.results.is_none() {
+            if inner.failed.is_none() && !inner.released {
                 inner.failed = Some(why);
             }
             run.changed.notify_all();
@@ -357,8 +632,8 @@ impl Server {
     }
 }
 
-/// A client's part of a run: when the connection ends, after the result it counts as done (the
-/// last one done forgets the run); before the result it fails the run.
+/// A client's part of a run: when the connection ends, after the outcome is fixed it counts as
+/// done (the last one done forgets the run); before, it fails the run.
 struct PartyGuard<'a> {
     server: &'a Server,
     run: Arc<RunState>,
@@ -369,15 +644,13 @@ impl PartyGuard<'_> {
     fn fail(&mut self, why: String) {
         self.server.fail(&self.run, why);
     }
-
-    fn finished(self) {}
 }
 
 impl Drop for PartyGuard<'_> {
     fn drop(&mut self) {
         let all_done = {
             let mut inner = lock(&self.run.inner);
-            if inner.results.is_none() {
+            if !inner.released {
                 None
             } else {
                 inner.done[self.party as usize - 1] = true;
@@ -385,7 +658,7 @@ impl Drop for PartyGuard<'_> {
             }
         };
         match all_done {
-            // Before any result: this party's leaving ends the run.
+            // Before the outcome is fixed: this party's leaving ends the run.
             None => self.server.fail(
                 &self.run,
                 format!("party {} disconnected before the result", self.party),

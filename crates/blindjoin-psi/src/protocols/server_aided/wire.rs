@@ -50,10 +50,30 @@ pub const MSG_KEY: &str = "the run key and set sizes";
 
 /// Name of P1's commitment to its key share (P1 → P_i, `kmrs_mal`).
 pub const MSG_COMMIT: &str = "the key share commitment";
-/// Name of a client's party index and key share (P_i → P1, `kmrs_mal`).
+/// Name of a client's party index and key share (P_i → P1, `kmrs_mal`; P2 → server,
+/// `kmrs_size`).
 pub const MSG_SHARE: &str = "the client's key share";
 /// Name of every key share and the set sizes (P1 → P_i, `kmrs_mal`).
 pub const MSG_OPEN: &str = "the opened key shares and set sizes";
+
+/// Name of the server's key share (server → P2, `kmrs_size`).
+pub const MSG_SERVER_SHARE: &str = "the server's key share";
+/// Name of a client's opening (`kmrs_fair`): K2 and its element count.
+pub const MSG_FAIR_OPEN: &str = "the client's opening";
+/// Name of a client's first-layer values F_K1(S_i), ascending (`kmrs_fair`).
+pub const MSG_FAIR_VALUES: &str = "the client's first-layer values";
+/// Name of the server's opening of its commitment to a client's bit vector (`kmrs_fair`).
+pub const MSG_FAIR_NONCE: &str = "the server's commitment opening";
+/// Name of party 1's labels under K2, ascending (server → P1, `kmrs_size`).
+pub const MSG_RELABELLED: &str = "the server's relabelled labels";
+/// Name of the permutation π3 (server → P1, `kmrs_size`).
+pub const MSG_PERMUTATION: &str = "the server's permutation";
+/// Name of party 2's doubly-keyed labels, ascending (P2 → P1, `kmrs_size`).
+pub const MSG_SIZE_LABELS: &str = "party 2's labels";
+/// Name of the bit vector over party 2's labels (P1 → P2, `kmrs_size`).
+pub const MSG_SIZE_BITS: &str = "party 1's bit vector";
+/// Name of party 2's verdict on the result (P2 → server, `kmrs_size`).
+pub const MSG_VERDICT: &str = "party 2's verdict";
 
 /// Labels per frame of [`MSG_LABELS`].
 pub const LABELS_PER_FRAME: usize = 1 << 16;
@@ -104,6 +124,39 @@ pub enum Status {
     },
     /// The run cannot go on, and why.
     Refused(String),
+    /// `kmrs_fair`: the server's commitment to this client's bit vector; the client's
+    /// opening ([`MSG_FAIR_OPEN`]) follows. `kmrs_size`: the server's commitment to its key
+    /// share; P2's share follows.
+    Committed([u8; 32]),
+    /// `kmrs_size`: party 1's labels under K2 follow ([`MSG_RELABELLED`]).
+    Relabelled,
+    /// `kmrs_size`: party 2 accepted the result; π3 follows ([`MSG_PERMUTATION`]).
+    Opened,
+}
+
+/// A `kmrs_fair` client's opening (Fig. 3 step 7): the second-layer key and the number of
+/// first-layer values that follow in [`MSG_FAIR_VALUES`].
+#[derive(Clone, Serialize, Deserialize)]
+pub struct FairOpen {
+    /// K2.
+    pub key2: [u8; 16],
+    /// |S_i|.
+    pub items: u64,
+}
+
+impl Drop for FairOpen {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.key2);
+    }
+}
+
+/// Party 2's verdict on the `kmrs_size` result (Fig. 4 step 11).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Verdict {
+    /// The result passed the check: the server may send π3 to P1.
+    Approve,
+    /// The result failed the check, and why: the server must not send π3.
+    Abort(String),
 }
 
 /// The key P1 sends to the other clients, with every client's set size.
