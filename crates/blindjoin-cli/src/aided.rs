@@ -171,6 +171,20 @@ impl AidedArgs {
                 self.party, self.of
             )));
         }
+        let clients = self
+            .protocol
+            .roles
+            .iter()
+            .find(|r| r.party == blindjoin_psi::Party::Client)
+            .map(|r| r.count);
+        if let Some(blindjoin_psi::protocol::Count::Exactly(k)) = clients
+            && self.of != k
+        {
+            return Err(CliError::Usage(format!(
+                "--of {}: protocol `{}` runs with exactly {k} clients",
+                self.of, self.protocol
+            )));
+        }
         match (self.party, &self.peers_listen, &self.peer) {
             (1, Some(_), None) => {}
             (1, _, _) => {

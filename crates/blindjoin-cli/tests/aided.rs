@@ -224,11 +224,12 @@ fn three_sets() -> Vec<Vec<u32>> {
 
 /// Runs of 2 and 3 clients on a server with `store`: every client's exact rows.
 fn exact_rows_on(store: &str) {
-    exact_rows_of(store, &[]);
+    exact_rows_of(store, &[], &[2, 3]);
 }
 
-/// [`exact_rows_on`] with `extra` client arguments (e.g. the protocol).
-fn exact_rows_of(store: &str, extra: &[&str]) {
+/// Runs of each number of clients in `clients` with `extra` client arguments (e.g. the
+/// protocol) on a server with `store`: every client's exact rows.
+fn exact_rows_of(store: &str, extra: &[&str], clients: &[usize]) {
     let dir = tempfile::tempdir().unwrap();
     let sets = three_sets();
     let inputs: Vec<PathBuf> = (0..3)
@@ -240,7 +241,7 @@ fn exact_rows_of(store: &str, extra: &[&str]) {
         })
         .collect();
     let server = Listening::server(&["-q", "--store", store]);
-    for n in [2usize, 3] {
+    for &n in clients {
         let outputs: Vec<PathBuf> = (0..n)
             .map(|i| dir.path().join(format!("out{n}-{i}.csv")))
             .collect();
@@ -279,7 +280,7 @@ fn two_and_three_clients_write_the_exact_rows() {
 
 #[test]
 fn kmrs_mal_clients_write_the_exact_rows_with_the_default_and_the_covert_parameters() {
-    exact_rows_of("memory", &["-p", "kmrs_mal"]);
+    exact_rows_of("memory", &["-p", "kmrs_mal"], &[2, 3]);
     exact_rows_of(
         "memory",
         &[
@@ -291,7 +292,14 @@ fn kmrs_mal_clients_write_the_exact_rows_with_the_default_and_the_covert_paramet
             "2",
             "--covert",
         ],
+        &[2, 3],
     );
+}
+
+#[test]
+fn kmrs_fair_and_kmrs_size_clients_write_the_exact_rows() {
+    exact_rows_of("memory", &["-p", "kmrs_fair"], &[2]);
+    exact_rows_of("memory", &["-p", "kmrs_size"], &[2]);
 }
 
 #[test]
@@ -429,6 +437,19 @@ fn usage_errors_end_with_one_line_before_connecting() {
                 "kkrt16",
             ],
             "two-party protocol",
+        ),
+        (
+            &[
+                "--party",
+                "2",
+                "--of",
+                "3",
+                "--peer",
+                "127.0.0.1:9",
+                "-p",
+                "kmrs_size",
+            ],
+            "--of 3: protocol `kmrs_size` runs with exactly 2 clients",
         ),
         (
             &["--party", "2", "--of", "2", "--peer", "10.0.0.1:9"],

@@ -223,6 +223,21 @@ pub fn mal_labels(
     (party, parties): (u32, u32),
     len: usize,
 ) -> Result<Vec<(u128, u32)>> {
+    let mut out = unsorted_labels(key, items, copies, dummies, (party, parties), len)?;
+    sort_unique(&mut out)?;
+    Ok(out)
+}
+
+/// The labels of [`mal_labels`], in the order they are computed (the copies of each chunk of
+/// items, then the dummy sets), for a caller that transforms them before it sorts.
+pub(crate) fn unsorted_labels(
+    key: Block,
+    items: &[Item],
+    copies: u32,
+    dummies: u64,
+    (party, parties): (u32, u32),
+    len: usize,
+) -> Result<Vec<(u128, u32)>> {
     if items.len() >= OWN as usize {
         return Err(Error::InvalidParam {
             field: "set size",
@@ -240,42 +255,50 @@ pub fn mal_labels(
     let me = 1u64 << (party - 1);
     let aes = FixedKeyAes::new(key);
     let aes = &aes;
-    let mut out: Vec<(u128, u32)> = items
-        .par_chunks(CHUNK)
+    let copies_n = copies as usize;
+    let total = label_count(items.len() as u64, copies, dummies, parties)? as usize;
+    // Written in place, chunk by chunk: the copies of CHUNK items, then every dummy set.
+    let mut out = vec![(0u128, 0u32); total];
+    let (elements, dummy_part) = out.split_at_mut(items.len() * copies_n);
+    elements
+        .par_chunks_mut(CHUNK * copies_n)
+        .zip(items.par_chunks(CHUNK))
         .enumerate()
-        .flat_map_iter(|(c, chunk)| {
+        .for_each(|(c, (dst, chunk))| {
             let mut first: Vec<Block> = chunk.iter().map(|it| Block::from_bytes(it.0)).collect();
             aes.permute(&mut first);
-            let mut blocks = Vec::with_capacity(first.len() * copies as usize);
+            let k = first.len();
+            let mut blocks = Vec::with_capacity(k * copies_n);
             for j in 1..=copies {
                 blocks.extend(first.iter().map(|&b| b ^ copy_block(j)));
             }
             aes.permute(&mut blocks);
-            let k = first.len();
-            blocks
-                .into_iter()
-                .enumerate()
-                .map(move |(q, b)| (truncate(b, len), (c * CHUNK + q % k) as u32))
-        })
-        .collect();
+            for (d, (q, b)) in dst.iter_mut().zip(blocks.into_iter().enumerate()) {
+                *d = (truncate(b, len), (c * CHUNK + q % k) as u32);
+            }
+        });
     // The sets of clients that hold this one: the bits of the n − 1 others, with ours put in.
     let sets = (0..1u64 << (parties - 1)).map(|r| (r & (me - 1)) | me | ((r & !(me - 1)) << 1));
-    for set in sets {
+    for (set, region) in sets.zip(dummy_part.chunks_mut(dummies as usize)) {
         let tag = if set == all { COMMON } else { OWN };
-        let chunks = dummies.div_ceil(CHUNK as u64);
-        out.par_extend((0..chunks).into_par_iter().flat_map_iter(move |c| {
-            let lo = c * CHUNK as u64;
-            let hi = (lo + CHUNK as u64).min(dummies);
-            let mut blocks: Vec<Block> = (lo..hi).map(|m| dummy_block(set, m)).collect();
-            aes.permute(&mut blocks);
-            for b in &mut blocks {
-                *b ^= DUMMY_BLOCK;
-            }
-            aes.permute(&mut blocks);
-            blocks.into_iter().map(move |b| (truncate(b, len), tag))
-        }));
+        region
+            .par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(c, dst)| {
+                let lo = (c * CHUNK) as u64;
+                let mut blocks: Vec<Block> = (lo..lo + dst.len() as u64)
+                    .map(|m| dummy_block(set, m))
+                    .collect();
+                aes.permute(&mut blocks);
+                for b in &mut blocks {
+                    *b ^= DUMMY_BLOCK;
+                }
+                aes.permute(&mut blocks);
+                for (d, b) in dst.iter_mut().zip(blocks) {
+                    *d = (truncate(b, len), tag);
+                }
+            });
     }
-    sort_unique(&mut out)?;
     Ok(out)
 }
 

@@ -59,7 +59,7 @@ use super::client::{
     AidedLinks, ClientOutput, Peers, coin_toss, commit, hash, key_check, next_status, receive_bits,
     receive_sorted, run_params, send_bits, send_labels, send_sorted, unexpected,
 };
-use super::kmrs_mal::{self, check_result, label_count, mal_labels};
+use super::kmrs_mal::{self, check_result, label_count, mal_labels, unsorted_labels};
 use super::labels::{label_len, sort_unique, truncate};
 use super::wire::{
     LABELS_PER_FRAME, MSG_COMMIT, MSG_LABELS, MSG_OPEN, MSG_PERMUTATION, MSG_RECEIVED,
@@ -221,11 +221,17 @@ fn key2(run: &str, server: &[u8; 32], party2: &[u8; 32]) -> Zeroizing<[u8; 16]> 
     key
 }
 
-/// F_K2 on a label of `len` bytes (as [`truncate`] lays it out): AES-128 under K2 of the
-/// label zero-padded to a block, truncated to `len` bytes.
-fn second_layer(aes: &FixedKeyAes, blocks: &mut [Block], len: usize) -> impl Iterator<Item = u128> {
-    aes.permute(blocks);
-    blocks.iter().map(move |&b| truncate(b, len))
+/// F_K2 in place on labels of `len` bytes (as [`truncate`] lays them out), each with its tag:
+/// AES-128 under K2 of the label zero-padded to a block, truncated to `len` bytes.
+fn second_layer(key2: &[u8; 16], labels: &mut [(u128, u32)], len: usize) {
+    let aes = FixedKeyAes::new(Block::from_bytes(*key2));
+    labels.par_chunks_mut(CHUNK).for_each(|chunk| {
+        let mut blocks: Vec<Block> = chunk.iter().map(|&(l, _)| label_block(l)).collect();
+        aes.permute(&mut blocks);
+        for (d, b) in chunk.iter_mut().zip(blocks) {
+            d.0 = truncate(b, len);
+        }
+    });
 }
 
 /// The block of a label laid out as [`truncate`] does.
@@ -246,41 +252,31 @@ pub(crate) fn relabel(key2: &[u8; 16], labels: &[u8], len: usize) -> Result<Vec<
             reason: "2^32 labels or more".into(),
         });
     }
-    let aes = FixedKeyAes::new(Block::from_bytes(*key2));
-    let aes = &aes;
-    let mut out: Vec<(u128, u32)> = labels
-        .par_chunks(len * CHUNK)
+    let mut out = vec![(0u128, 0u32); labels.len() / len.max(1)];
+    out.par_chunks_mut(CHUNK)
+        .zip(labels.par_chunks(len * CHUNK))
         .enumerate()
-        .flat_map_iter(|(c, chunk)| {
-            let mut blocks: Vec<Block> = chunk
-                .chunks_exact(len)
-                .map(|l| label_block(super::labels::decode_label(l)))
-                .collect();
-            second_layer(aes, &mut blocks, len)
-                .enumerate()
-                .map(|(k, l)| (l, (c * CHUNK + k) as u32))
-                .collect::<Vec<_>>()
-        })
-        .collect();
+        .for_each(|(c, (dst, src))| {
+            for (k, (d, l)) in dst.iter_mut().zip(src.chunks_exact(len)).enumerate() {
+                *d = (super::labels::decode_label(l), (c * CHUNK + k) as u32);
+            }
+        });
+    second_layer(key2, &mut out, len);
     sort_unique(&mut out)?;
     Ok(out)
 }
 
-/// P2's step 7: F_K2 of each of its labels, with its tag, sorted by the new label.
-fn relabel_own(key2: &[u8; 16], labels: &[(u128, u32)], len: usize) -> Result<Vec<(u128, u32)>> {
-    let aes = FixedKeyAes::new(Block::from_bytes(*key2));
-    let aes = &aes;
-    let mut out: Vec<(u128, u32)> = labels
-        .par_chunks(CHUNK)
-        .flat_map_iter(|chunk| {
-            let mut blocks: Vec<Block> = chunk.iter().map(|&(l, _)| label_block(l)).collect();
-            second_layer(aes, &mut blocks, len)
-                .zip(chunk.iter().map(|&(_, tag)| tag))
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    sort_unique(&mut out)?;
-    Ok(out)
+/// P2's step 7: F_K2 of each of its labels (in any order), with its tag, sorted by the new
+/// label. Two first-layer labels that agree give two second-layer labels that agree, so the
+/// one check for repeats after this sort covers both truncations.
+fn relabel_own(
+    key2: &[u8; 16],
+    mut labels: Vec<(u128, u32)>,
+    len: usize,
+) -> Result<Vec<(u128, u32)>> {
+    second_layer(key2, &mut labels, len);
+    sort_unique(&mut labels)?;
+    Ok(labels)
 }
 
 /// The server's side of the coin toss for K2 (step 4) on party 2's connection: commit to r_S,
@@ -393,7 +389,13 @@ fn client(
         .map(|&n| label_count(n, copies, dummies, 2))
         .collect::<Result<Vec<u64>>>()?;
     let len = size_label_len(&counts, opts.lambda)?;
-    let labels = mal_labels(
+    // P1 sends its labels sorted; P2 relabels its own before it sorts them.
+    let labelling = if links.party == 1 {
+        mal_labels
+    } else {
+        unsorted_labels
+    };
+    let labels = labelling(
         Block::from_bytes(*key),
         items,
         copies,
@@ -423,7 +425,7 @@ fn client(
             opts,
             params,
             len,
-            &labels,
+            labels,
             items.len(),
             rng,
             &mut phases,
@@ -501,7 +503,7 @@ fn party2(
     opts: &RunOptions,
     params: Vec<(String, String)>,
     len: usize,
-    labels: &[(u128, u32)],
+    labels: Vec<(u128, u32)>,
     n_items: usize,
     rng: &mut dyn CryptoRng,
     phases: &mut Phases,
@@ -582,7 +584,7 @@ mod tests {
         let mut wire = Vec::new();
         super::super::labels::encode_labels(own.iter().map(|&(l, _)| l), len, &mut wire);
         let server = relabel(&key, &wire, len).unwrap();
-        let p2 = relabel_own(&key, &own, len).unwrap();
+        let p2 = relabel_own(&key, own.clone(), len).unwrap();
         assert_eq!(server.len(), 1000);
         for (a, b) in server.iter().zip(&p2) {
             assert_eq!(a.0, b.0);

@@ -4,13 +4,21 @@
 //! n ≥ 2 clients and one untrusted server. The clients share a key K that the server never
 //! sees, send the server their elements' labels F_K(x), and the server, which sees only
 //! pseudorandom labels, intersects them and tells each client which of its labels every client
-//! has. The server does no cryptography; its store is pluggable ([`store`]: in memory;
-//! [`disk_store`] for label sets larger than memory; in Redis with the `redis-store` feature).
+//! has. For `kmrs_semi` and `kmrs_mal` the server does no cryptography; its store is pluggable
+//! ([`store`]: in memory; [`disk_store`] for label sets larger than memory; in Redis with the
+//! `redis-store` feature). `kmrs_fair` adds a commitment and a check of each client's labels
+//! (two clients); `kmrs_size` has the server compute a keyed relabelling instead of the
+//! intersection, so it needs no store (two clients; KMRS14 §3.2: it cannot run on Redis).
 //!
 //! | protocol | paper | security |
 //! | --- | --- | --- |
 //! | [`kmrs_semi`] | §2.1, Fig. 1 | semi-honest server (or honest server and malicious clients, Thm. 1) |
 //! | [`kmrs_mal`] | §2.2, Fig. 2 | malicious server, caught but with probability (1/t)^(λ−1) (Thm. 2), or covert; or honest server and malicious clients (Thm. 3) |
+//! | [`kmrs_fair`] | §2.3, Fig. 3 | as `kmrs_mal`, and fair against one malicious client with an honest server: both clients learn the result or neither (Thm. 4, 5) |
+//! | [`kmrs_size`] | §2.4, Fig. 4 | malicious server that never learns the intersection's size (Thm. 6), or honest server and one malicious client (Thm. 7); server-aided PET with one element each |
+//!
+//! The message flows and deviations of `kmrs_fair` and `kmrs_size` are in their modules; the
+//! tables below are those of `kmrs_semi` and `kmrs_mal`.
 //!
 //! **Message flow of `kmrs_semi`** (Fig. 1; [`wire`] has the frames):
 //!
@@ -34,7 +42,8 @@
 //! | 6 | every client | aborts with "the server cheated" unless all D0 bits are set, no other dummy bit is set and each element's λ bits are equal |
 //! | 7 | every client | the rows whose λ bits are set |
 //!
-//! **What the server learns** (both): every client's set size |T_i| (for `kmrs_mal` λ|S_i| +
+//! **What the server learns** (`kmrs_semi`, `kmrs_mal`; `kmrs_fair` the same for two clients;
+//! `kmrs_size` only party 1's set size): every client's set size |T_i| (for `kmrs_mal` λ|S_i| +
 //! 2^(n−1)·t, so |S_i|), the intersection's size, and, with n > 2 clients, the size of every
 //! sub-intersection (labels are deterministic under K, so it sees which labels any subset of
 //! clients share). Nothing else: the labels are PRF outputs under a key it does not have, and

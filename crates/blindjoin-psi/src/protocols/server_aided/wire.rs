@@ -1,6 +1,7 @@
 //! The messages between a client and the server, and between the clients (for the key).
 //!
-//! Client and server (after the link hello of `blindjoin_core::transport`):
+//! Client and server (after the link hello of `blindjoin_core::transport`), `kmrs_semi` and
+//! `kmrs_mal`:
 //!
 //! ```text
 //! client                                            server
@@ -16,13 +17,46 @@
 //!   received                                          ──▶  forgets this party's part
 //! ```
 //!
+//! `kmrs_fair`: as above until the labels are in, then
+//!
+//! ```text
+//!                                         ◀──  status: Waiting … | Committed(commitment to
+//!                                              this client's bit vector)
+//!   opening {K2, |S_i|}, then F_K1(S_i) ascending,
+//!   16 bytes each, in frames of ≤ 2^16               ──▶  checks the labels against it
+//!                                         ◀──  status: Waiting … (until every opening passed)
+//!                                              | Result {matches} | Refused(reason)
+//!                                         ◀──  bit vector; the commitment's 32-byte nonce
+//!   received                                          ──▶
+//! ```
+//!
+//! `kmrs_size`, party 2 (announcing 0 labels), then party 1:
+//!
+//! ```text
+//! P2: submit hello                                    ──▶
+//!                                         ◀──  Accepted; Committed(commitment to r_S)
+//!     share {party 2, r_2}                            ──▶
+//!                                         ◀──  r_S (K2 = H(run, r_S, r_2))
+//!     verdict: Approve | Abort(reason)                ──▶  (after P1's bit vector)
+//! P1: submit hello, labels T1 ascending               ──▶
+//!                                         ◀──  Waiting … | Relabelled; T′1 = F_K2(T1)
+//!                                              ascending, frames of ≤ 2^16 labels
+//!                                         ◀──  Waiting … | Opened; π3: for each label of T′1
+//!                                              its position in T1, 4 bytes LE, frames of
+//!                                              ≤ 2^16 | Refused(P2's reason)
+//!     received                                        ──▶
+//! ```
+//!
+//! and between P2 and P1 on their direct link after the key: P2 → P1: T′2 ascending; P1 →
+//! P2: the bit vector over T′2.
+//!
 //! Between the clients (a direct link, TLS between organisations, before the server):
 //! P1 listens, every P_i (2 ≤ i ≤ n) connects; the handshake of `blindjoin_core::handshake`
 //! with P1 as its sender and P_i as its receiver (protocol, set sizes, κ, λ, parameters incl.
 //! n and the run id), then
 //!
 //! - `kmrs_semi`: P_i → P1: its party index; P1 → P_i: the key K and all n set sizes;
-//! - `kmrs_mal` (the coin toss of `client::coin_toss`): P1 → P_i: the commitment to its share
+//! - `kmrs_mal`, `kmrs_fair`, `kmrs_size` (the coin toss of `client::coin_toss`): P1 → P_i: the commitment to its share
 //!   r_1; P_i → P1: its party index and its share r_i; P1 → P_i: r_1, …, r_n and all n set
 //!   sizes.
 
