@@ -302,6 +302,53 @@ fn kmrs_fair_and_kmrs_size_clients_write_the_exact_rows() {
     exact_rows_of("memory", &["-p", "kmrs_size"], &[2]);
 }
 
+/// Server-aided PET: `kmrs_size` with one key each writes the row (and says "1 of 1") exactly
+/// when the keys are equal, at the default copies and dummies.
+#[test]
+fn kmrs_size_on_one_key_each_is_an_equality_test() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Listening::server(&["-q"]);
+    for (k1, k2) in [(7u32, 7u32), (7, 8)] {
+        let inputs: Vec<PathBuf> = [k1, k2]
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| {
+                let p = dir.path().join(format!("pet{k1}{k2}-{i}.csv"));
+                write_csv(&p, &[k], &[]);
+                p
+            })
+            .collect();
+        let outputs: Vec<PathBuf> = (0..2)
+            .map(|i| dir.path().join(format!("eq{k1}{k2}-{i}.csv")))
+            .collect();
+        let outs = run_clients(
+            &server.addr,
+            &format!("pet-{k1}-{k2}"),
+            &inputs,
+            &outputs,
+            &["-p", "kmrs_size"],
+        );
+        assert_ok(&outs);
+        let equal = k1 == k2;
+        for i in 0..2 {
+            let row = if equal {
+                format!("0,user{k1}@example.org\n")
+            } else {
+                String::new()
+            };
+            let got = std::fs::read_to_string(&outputs[i]).unwrap();
+            assert_eq!(got, format!("id,email\n{row}"), "party {}", i + 1);
+        }
+        let err = String::from_utf8_lossy(&outs[0].stderr);
+        let m = if equal { 1 } else { 0 };
+        assert!(
+            err.contains(&format!("{m} of 1 distinct keys in every set")),
+            "{err}"
+        );
+    }
+    server.kill();
+}
+
 #[test]
 fn the_redis_store_gives_the_same_rows() {
     let redis = blindjoin_testkit::redis::RedisServer::start().unwrap();
