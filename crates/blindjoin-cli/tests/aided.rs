@@ -330,13 +330,13 @@ fn kmrs_size_on_one_key_each_is_an_equality_test() {
         );
         assert_ok(&outs);
         let equal = k1 == k2;
-        for i in 0..2 {
+        for (i, output) in outputs.iter().enumerate() {
             let row = if equal {
                 format!("0,user{k1}@example.org\n")
             } else {
                 String::new()
             };
-            let got = std::fs::read_to_string(&outputs[i]).unwrap();
+            let got = std::fs::read_to_string(output).unwrap();
             assert_eq!(got, format!("id,email\n{row}"), "party {}", i + 1);
         }
         let err = String::from_utf8_lossy(&outs[0].stderr);
