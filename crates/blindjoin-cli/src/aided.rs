@@ -16,7 +16,8 @@ use blindjoin_core::channel::metered::{Metered, Traffic};
 use blindjoin_core::channel::tls::{self, Fingerprint, PeerCheck};
 use blindjoin_core::transport::{self, Link, LinkConfig};
 use blindjoin_psi::Protocol;
-use blindjoin_psi::protocols::server_aided::client::{AidedLinks, Peers};
+use blindjoin_psi::protocols::server_aided::client::{AidedLinks, ClientOutput, Peers};
+use blindjoin_psi::protocols::server_aided::external::{External, SliceSource, run_semi_external};
 use blindjoin_psi::protocols::server_aided::wire::MAX_RUN_ID;
 use clap::Args;
 use serde::Serialize;
@@ -59,6 +60,14 @@ pub struct AidedArgs {
     /// λ.
     #[command(flatten)]
     pub lambda: LambdaOpts,
+    /// kmrs_semi: sort the labels on disk under DIR (a fresh directory per run, removed
+    /// afterwards) instead of in memory: (ℓ + 4) bytes per key of disk, one bucket of
+    /// --bucket-labels labels in memory.
+    #[arg(long, value_name = "DIR")]
+    pub sort_dir: Option<PathBuf>,
+    /// With --sort-dir: the most labels sorted in memory at once (32 bytes each).
+    #[arg(long, value_name = "N", default_value = "2^25", value_parser = parse_count, requires = "sort_dir")]
+    pub bucket_labels: u64,
     /// kmrs_mal, kmrs_fair, kmrs_size: copies of each element (KMRS14's λ; every client the
     /// same).
     #[arg(long, value_name = "N", default_value_t = 3)]
@@ -177,6 +186,12 @@ impl AidedArgs {
             .iter()
             .find(|r| r.party == blindjoin_psi::Party::Client)
             .map(|r| r.count);
+        if self.sort_dir.is_some() && self.protocol.name != "kmrs_semi" {
+            return Err(CliError::Usage(format!(
+                "--sort-dir sorts kmrs_semi's labels on disk; protocol `{}` sorts in memory",
+                self.protocol
+            )));
+        }
         if let Some(blindjoin_psi::protocol::Count::Exactly(k)) = clients
             && self.of != k
         {
@@ -382,9 +397,25 @@ pub fn run(a: &AidedArgs) -> CliResult<()> {
         peers: peer_links,
         server: &mut server,
     };
-    let out = a
-        .protocol
-        .client(&mut aided, &keyed.items, &opts, &mut rand::rng())?;
+    let out = match &a.sort_dir {
+        Some(dir) => {
+            let ext = External {
+                dir: dir.clone(),
+                bucket_labels: a.bucket_labels,
+            };
+            let mut source = SliceSource::new(&keyed.items);
+            let out = run_semi_external(&mut aided, &mut source, &opts, &ext, &mut rand::rng())?;
+            ClientOutput {
+                indices: out.rows.into_iter().map(|r| r as usize).collect(),
+                sizes: out.sizes,
+                label_len: out.label_len,
+                phases: out.phases,
+            }
+        }
+        None => a
+            .protocol
+            .client(&mut aided, &keyed.items, &opts, &mut rand::rng())?,
+    };
     drop(aided);
     let server_traffic = server.traffic();
     drop(server);

@@ -22,6 +22,7 @@ use blindjoin_core::item::Item;
 use blindjoin_core::transport::{self, LinkConfig};
 use blindjoin_psi::protocol::Sizes;
 use blindjoin_psi::protocols::server_aided::client::{AidedLinks, ClientOutput, Peers};
+use blindjoin_psi::protocols::server_aided::external::{External, ItemSource, run_semi_external};
 use blindjoin_psi::protocols::server_aided::plain::plaintext_baseline;
 use blindjoin_psi::protocols::server_aided::wire::{LABELS_PER_FRAME, MSG_LABELS};
 use blindjoin_psi::{Protocol, RunOptions};
@@ -62,6 +63,14 @@ pub struct BenchAidedArgs {
     /// Skip the plaintext baseline.
     #[arg(long)]
     no_baseline: bool,
+    /// kmrs_semi: every client generates its elements as it goes and sorts its labels on disk
+    /// under DIR (the external-sort client), for sets larger than memory; implies
+    /// --no-baseline.
+    #[arg(long, value_name = "DIR")]
+    external: Option<PathBuf>,
+    /// With --external: the most labels a client sorts in memory at once (32 bytes each).
+    #[arg(long, value_name = "N", default_value = "2^25", value_parser = crate::cli::parse_count)]
+    bucket_labels: u64,
     /// Directory for the results: `aided-<protocol>-<store>.json` and `.md`.
     #[arg(long, value_name = "DIR", default_value = "bench/out")]
     out: PathBuf,
@@ -90,6 +99,10 @@ pub struct AidedClientArgs {
     run: String,
     #[arg(long)]
     peer: Option<String>,
+    #[arg(long)]
+    external: Option<PathBuf>,
+    #[arg(long, default_value_t = 1 << 25)]
+    bucket_labels: u64,
 }
 
 /// What one client process reports.
@@ -143,9 +156,62 @@ fn client_items(size: usize, overlap: usize, seed: u64, party: u32) -> Vec<Item>
     items
 }
 
+/// Client `party`'s elements as [`client_items`] draws them, generated a chunk at a time.
+struct GeneratedItems {
+    size: usize,
+    overlap: usize,
+    shared: ChaCha20Rng,
+    own: ChaCha20Rng,
+    at: usize,
+}
+
+impl GeneratedItems {
+    fn new(size: usize, overlap: usize, seed: u64, party: u32) -> Self {
+        let stream = |s: u64| {
+            let mut rng = ChaCha20Rng::seed_from_u64(seed);
+            rng.set_stream(s);
+            rng
+        };
+        GeneratedItems {
+            size,
+            overlap,
+            shared: stream(0),
+            own: stream(u64::from(party)),
+            at: 0,
+        }
+    }
+}
+
+impl ItemSource for GeneratedItems {
+    fn len(&self) -> u64 {
+        self.size as u64
+    }
+
+    fn next_chunk(&mut self, out: &mut Vec<Item>, max: usize) -> blindjoin_core::Result<usize> {
+        let end = (self.at + max).min(self.size);
+        for i in self.at..end {
+            let rng = if i < self.overlap {
+                &mut self.shared
+            } else {
+                &mut self.own
+            };
+            let mut b = [0u8; 16];
+            rng.fill_bytes(&mut b);
+            out.push(Item(b));
+        }
+        let got = end - self.at;
+        self.at = end;
+        Ok(got)
+    }
+}
+
 /// Runs one client (the hidden `bench-aided-client` command) and prints its result.
 pub fn run_client(a: &AidedClientArgs) -> CliResult<()> {
-    let items = client_items(a.size, a.overlap, a.seed, a.party);
+    let items = if a.external.is_some() {
+        Vec::new()
+    } else {
+        client_items(a.size, a.overlap, a.seed, a.party)
+    };
     let timeout = Duration::from_secs(3600);
     let cfg = LinkConfig::plain(Limits::new(timeout, timeout));
     let log = &mut |line: &str| eprintln!("{line}");
@@ -185,7 +251,30 @@ pub fn run_client(a: &AidedClientArgs) -> CliResult<()> {
         max_peer_set_size: a.size as u64,
         ..RunOptions::default()
     };
-    let out: ClientOutput = if a.plaintext {
+    let out: ClientOutput = if let Some(dir) = &a.external {
+        let ext = External {
+            dir: dir.clone(),
+            bucket_labels: a.bucket_labels,
+        };
+        let mut source = GeneratedItems::new(a.size, a.overlap, a.seed, a.party);
+        let out = run_semi_external(&mut links, &mut source, &opts, &ext, &mut rand::rng())?;
+        if out.rows.len() != a.overlap || out.rows.iter().enumerate().any(|(i, &k)| i != k as usize)
+        {
+            return Err(CliError::Verification(format!(
+                "client {}: {} matches, expected exactly the first {}",
+                a.party,
+                out.rows.len(),
+                a.overlap
+            )));
+        }
+        // Checked above; the rows are not copied into indices (4 GB at 10^9 × 1/2).
+        ClientOutput {
+            indices: Vec::new(),
+            sizes: out.sizes,
+            label_len: out.label_len,
+            phases: out.phases,
+        }
+    } else if a.plaintext {
         plaintext_baseline(&mut links, &items, &opts)?
     } else {
         a.protocol
@@ -194,7 +283,10 @@ pub fn run_client(a: &AidedClientArgs) -> CliResult<()> {
     drop(links);
     let wall = t0.elapsed().as_secs_f64();
     let cpu = process_cpu_seconds() - cpu0;
-    if out.indices.len() != a.overlap || out.indices.iter().enumerate().any(|(i, &k)| i != k) {
+    let checked = a.external.is_some();
+    if !checked
+        && (out.indices.len() != a.overlap || out.indices.iter().enumerate().any(|(i, &k)| i != k))
+    {
         return Err(CliError::Verification(format!(
             "client {}: {} matches, expected exactly the first {}",
             a.party,
@@ -213,7 +305,11 @@ pub fn run_client(a: &AidedClientArgs) -> CliResult<()> {
             .iter()
             .map(|(n, s)| ((*n).to_owned(), *s))
             .collect(),
-        matched: out.indices.len(),
+        matched: if checked {
+            a.overlap
+        } else {
+            out.indices.len()
+        },
         peak_rss_bytes: peak_rss_bytes(),
     })
 }
@@ -312,6 +408,12 @@ fn one_run(
         if plaintext {
             v.push("--plaintext".into());
         }
+        if let Some(dir) = &a.external {
+            v.push("--external".into());
+            v.push(dir.display().to_string());
+            v.push("--bucket-labels".into());
+            v.push(a.bucket_labels.to_string());
+        }
         v
     };
     let mut first = party_command(threads, "bench-aided-client")?;
@@ -365,7 +467,12 @@ pub fn run(a: &BenchAidedArgs, threads: Option<usize>) -> CliResult<()> {
         ));
     }
     let threads = threads.unwrap_or_else(rayon::current_num_threads);
-    let modes: &[bool] = if a.no_baseline {
+    if a.external.is_some() && a.protocol.name != "kmrs_semi" {
+        return Err(CliError::Usage(
+            "--external runs kmrs_semi's external-sort client; give -p kmrs_semi".into(),
+        ));
+    }
+    let modes: &[bool] = if a.no_baseline || a.external.is_some() {
         &[false]
     } else {
         &[false, true]

@@ -296,6 +296,20 @@ fn kmrs_mal_clients_write_the_exact_rows_with_the_default_and_the_covert_paramet
     );
 }
 
+/// `--sort-dir` (labels sorted on disk in many small buckets) writes the rows of the
+/// in-memory client, and leaves the directory empty.
+#[test]
+fn a_client_that_sorts_on_disk_writes_the_same_rows() {
+    let sort = tempfile::tempdir().unwrap();
+    let dir = s(sort.path()).to_owned();
+    exact_rows_of(
+        "memory",
+        &["--sort-dir", &dir, "--bucket-labels", "16"],
+        &[2, 3],
+    );
+    assert_eq!(std::fs::read_dir(sort.path()).unwrap().count(), 0);
+}
+
 #[test]
 fn kmrs_fair_and_kmrs_size_clients_write_the_exact_rows() {
     exact_rows_of("memory", &["-p", "kmrs_fair"], &[2]);

@@ -1270,3 +1270,81 @@ fn size_the_server_refuses_labels_from_party_2() {
     }
     assert_eq!(srv.runs(), 0);
 }
+
+// The external-sort client of `kmrs_semi`.
+
+/// Party 1 sorts its labels on disk (`external::run_semi_external`, many small buckets),
+/// party 2 in memory, on one server: both get their exact rows, and the sort directory is
+/// empty afterwards.
+#[test]
+fn an_external_sort_client_gets_the_rows_of_the_in_memory_client() {
+    use blindjoin_psi::protocols::server_aided::external::{
+        External, SliceSource, run_semi_external,
+    };
+    let (srv, store) = server(quick());
+    let tmp = tempfile::tempdir().unwrap();
+    for (k, &(n1, n2, overlap, per_bucket)) in [
+        (0usize, 5usize, 0usize, 1u64),
+        (1, 1, 1, 1),
+        (5000, 4000, 1234, 300),
+        (5000, 4000, 1234, 1 << 20),
+        (70_000, 1000, 999, 4096),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let (a, b) = sets_with_overlap(n1, n2, overlap, 900 + k as u64);
+        let (ia, ib) = (items_from_records(&a), items_from_records(&b));
+        let (mut l1, mut l2) = memory_pair(Duration::from_secs(30));
+        let (mut s1, mut e1) = memory_pair(Duration::from_secs(30));
+        let (mut s2, mut e2) = memory_pair(Duration::from_secs(30));
+        let ext = External {
+            dir: tmp.path().to_owned(),
+            bucket_labels: per_bucket,
+        };
+        let run = format!("ext-{k}");
+        let (o1, o2) = std::thread::scope(|s| {
+            let srv = &srv;
+            s.spawn(move || srv.serve(&mut e1));
+            s.spawn(move || srv.serve(&mut e2));
+            let run1 = run.clone();
+            let h1 = s.spawn(move || {
+                let mut links = AidedLinks {
+                    run: run1,
+                    party: 1,
+                    parties: 2,
+                    peers: Peers::Leader(vec![&mut l1]),
+                    server: &mut s1,
+                };
+                run_semi_external(
+                    &mut links,
+                    &mut SliceSource::new(&ia),
+                    &RunOptions::default(),
+                    &ext,
+                    &mut rng(1),
+                )
+            });
+            let h2 = s.spawn(move || {
+                let mut links = AidedLinks {
+                    run,
+                    party: 2,
+                    parties: 2,
+                    peers: Peers::Member(&mut l2),
+                    server: &mut s2,
+                };
+                P.client(&mut links, &ib, &RunOptions::default(), &mut rng(2))
+            });
+            (h1.join().unwrap(), h2.join().unwrap())
+        });
+        let (o1, o2) = (o1.unwrap(), o2.unwrap());
+        let want: Vec<u32> = oracle(&a, &b).into_iter().map(|i| i as u32).collect();
+        assert_eq!(o1.rows, want, "case {k}");
+        assert_eq!(o2.indices, oracle(&b, &a), "case {k}");
+        assert_eq!(o1.label_len, o2.label_len);
+        let want_buckets = (n1 as u64).div_ceil(per_bucket).next_power_of_two().max(1);
+        assert_eq!(o1.buckets as u64, want_buckets, "case {k}");
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    }
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}

@@ -397,6 +397,26 @@ pub(crate) fn send_labels(
     len: usize,
     labels: &[(u128, u32)],
 ) -> Result<()> {
+    send_hello(p, links, params, len, labels.len() as u64)?;
+    send_sorted(
+        &mut *links.server,
+        MSG_LABELS,
+        labels.iter().map(|&(l, _)| l),
+        len,
+    )?;
+    opts.report("server labels", 0, 0);
+    Ok(())
+}
+
+/// Sends the submit hello, announcing `count` labels of `len` bytes and `params`, and waits
+/// for the server to accept; the labels follow.
+pub(crate) fn send_hello(
+    p: &Protocol,
+    links: &mut AidedLinks<'_>,
+    params: Vec<(String, String)>,
+    len: usize,
+    count: u64,
+) -> Result<()> {
     let hello = Submit {
         version: WIRE_VERSION,
         protocol: p.name.to_owned(),
@@ -404,19 +424,16 @@ pub(crate) fn send_labels(
         party: links.party,
         parties: links.parties,
         label_len: len as u32,
-        count: labels.len() as u64,
+        count,
         params,
     };
     let ch = &mut *links.server;
     send_msg(ch, MSG_SUBMIT, &hello)?;
     match recv_status(ch)? {
-        Status::Accepted => {}
-        Status::Refused(why) => return Err(refused(&why)),
-        other => return Err(unexpected(&other, "the labels")),
+        Status::Accepted => Ok(()),
+        Status::Refused(why) => Err(refused(&why)),
+        other => Err(unexpected(&other, "the labels")),
     }
-    send_sorted(ch, MSG_LABELS, labels.iter().map(|&(l, _)| l), len)?;
-    opts.report("server labels", 0, 0);
-    Ok(())
 }
 
 /// Sends labels of `len` bytes in frames of [`LABELS_PER_FRAME`].

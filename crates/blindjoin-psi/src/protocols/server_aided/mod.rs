@@ -97,6 +97,7 @@
 
 pub mod client;
 pub mod disk_store;
+pub mod external;
 pub mod kmrs_fair;
 pub mod kmrs_mal;
 pub mod kmrs_semi;
