@@ -1348,3 +1348,91 @@ fn an_external_sort_client_gets_the_rows_of_the_in_memory_client() {
     assert_eq!(srv.runs(), 0);
     assert!(store.is_empty());
 }
+
+/// Every message of `kmrs_fair` and `kmrs_size` on a connection to the server, altered in
+/// transit in each direction (cut short, lengthened, a bit flipped, never sent): every client
+/// ends promptly, never with a panic, and a client that still succeeds has its exact rows (a
+/// tampered message never changes a result unnoticed). A client refused before it joins
+/// leaves the other waiting for the run timeout (the server cannot tell that it will not come
+/// back), 1 s here.
+#[test]
+fn fair_and_size_messages_attacked_in_transit_end_cleanly_or_change_nothing() {
+    use blindjoin_psi::protocols::server_aided::wire::{
+        MSG_FAIR_NONCE, MSG_FAIR_VALUES, MSG_RECEIVED, MSG_SHARE, MSG_STATUS, MSG_VERDICT,
+    };
+    let (a, b) = sets_with_overlap(30, 40, 9, 41);
+    let messages = [
+        MSG_SUBMIT,
+        MSG_STATUS,
+        MSG_LABELS,
+        MSG_BITS,
+        MSG_FAIR_OPEN,
+        MSG_FAIR_VALUES,
+        MSG_FAIR_NONCE,
+        MSG_RECEIVED,
+        MSG_SHARE,
+        MSG_SERVER_SHARE,
+        MSG_RELABELLED,
+        MSG_PERMUTATION,
+        MSG_VERDICT,
+    ];
+    let attacks = [
+        Attack::Truncate(1),
+        Attack::Extend(vec![0; 7]),
+        Attack::FlipBit(5),
+        Attack::HangUp,
+    ];
+    let (srv, store) = server(ServerConfig {
+        run_timeout: Duration::from_secs(1),
+        ..quick()
+    });
+    let mut hung = 0;
+    for p in [FAIR, SIZE] {
+        for side in [
+            Side::Client(0),
+            Side::Client(1),
+            Side::Server(0),
+            Side::Server(1),
+        ] {
+            for msg in messages {
+                for attack in &attacks {
+                    let t = std::time::Instant::now();
+                    let out = run_two(
+                        &srv,
+                        p,
+                        "attacked",
+                        &[a.clone(), b.clone()],
+                        &mal(3, 16),
+                        Some((side, Target::first(msg), attack.clone())),
+                    );
+                    let case = format!("{p} {msg} {attack:?}");
+                    assert!(t.elapsed() < Duration::from_secs(10), "{case}: slow");
+                    if let Ok(o) = &out[0] {
+                        assert_eq!(o.indices, oracle(&a, &b), "{case}");
+                    }
+                    if let Ok(o) = &out[1] {
+                        assert_eq!(o.indices, oracle(&b, &a), "{case}");
+                    }
+                    // A message that side sends and never delivers ends the run.
+                    let sends: &[&str] = match (p.name, side) {
+                        ("kmrs_fair", Side::Client(_)) => {
+                            &[MSG_SUBMIT, MSG_LABELS, MSG_FAIR_OPEN, MSG_FAIR_VALUES]
+                        }
+                        ("kmrs_fair", Side::Server(_)) => &[MSG_STATUS, MSG_BITS, MSG_FAIR_NONCE],
+                        (_, Side::Client(0)) => &[MSG_SUBMIT, MSG_LABELS],
+                        (_, Side::Client(_)) => &[MSG_SUBMIT, MSG_SHARE, MSG_VERDICT],
+                        (_, Side::Server(0)) => &[MSG_STATUS, MSG_RELABELLED, MSG_PERMUTATION],
+                        (_, Side::Server(_)) => &[MSG_STATUS, MSG_SERVER_SHARE],
+                    };
+                    if matches!(attack, Attack::HangUp) && sends.contains(&msg) {
+                        assert!(out.iter().any(Result::is_err), "{case}: not noticed");
+                        hung += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(hung, 2 * 4 + 2 * 3 + 2 + 3 + 3 + 2);
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
