@@ -347,11 +347,18 @@ def test_options_by_their_cli_names() -> None:
 def test_ctrl_c_stops_a_wait_for_the_peer() -> None:
     port = free_port()
     timer = threading.Timer(0.5, _thread.interrupt_main)
+    # A second Ctrl-C 20 s later ends the wait if the first one was lost, so that the test
+    # fails (the assertion on the time) instead of waiting for the peer forever.
+    backup = threading.Timer(20, _thread.interrupt_main)
     timer.start()
+    backup.start()
     start = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        blindjoin.receive(["a"], listen=f"127.0.0.1:{port}")
-    assert time.monotonic() - start < 3
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            blindjoin.receive(["a"], listen=f"127.0.0.1:{port}")
+    finally:
+        backup.cancel()
+    assert time.monotonic() - start < 3, "the first Ctrl-C did not stop the wait"
     # The listening port was closed.
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
