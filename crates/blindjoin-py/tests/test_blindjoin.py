@@ -5,6 +5,7 @@ from __future__ import annotations
 import _thread
 import json
 import re
+import signal
 import socket
 import subprocess
 import threading
@@ -345,6 +346,10 @@ def test_options_by_their_cli_names() -> None:
 
 
 def test_ctrl_c_stops_a_wait_for_the_peer() -> None:
+    # Python's own Ctrl-C handler, as in an interactive session: a test process started in the
+    # background by a non-interactive shell inherits SIGINT ignored, and Python then installs
+    # no handler, so that `interrupt_main` would do nothing.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     port = free_port()
     timer = threading.Timer(0.5, _thread.interrupt_main)
     # A second Ctrl-C 20 s later ends the wait if the first one was lost, so that the test
@@ -358,6 +363,7 @@ def test_ctrl_c_stops_a_wait_for_the_peer() -> None:
             blindjoin.receive(["a"], listen=f"127.0.0.1:{port}")
     finally:
         backup.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - start < 3, "the first Ctrl-C did not stop the wait"
     # The listening port was closed.
     with socket.socket() as s:

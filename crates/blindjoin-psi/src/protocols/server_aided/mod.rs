@@ -9,6 +9,8 @@
 //! `redis-store` feature). `kmrs_fair` adds a commitment and a check of each client's labels
 //! (two clients); `kmrs_size` has the server compute a keyed relabelling instead of the
 //! intersection, so it needs no store (two clients; KMRS14 §3.2: it cannot run on Redis).
+//! [`external`] runs a `kmrs_semi` client whose labels are sorted on disk, for sets larger than
+//! its memory.
 //!
 //! | protocol | paper | security |
 //! | --- | --- | --- |
