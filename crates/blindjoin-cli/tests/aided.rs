@@ -563,6 +563,25 @@ fn usage_errors_end_with_one_line_before_connecting() {
     assert_one_line_error(&out, &["--store"]);
 }
 
+/// A connection to the server, tried again (up to 50 times, 100 ms apart) while the server
+/// sheds it: `blindjoin server` closes a new connection at once while 64 others are still
+/// being checked, which 200 simultaneous connections reach when the machine is busy.
+fn connect_retrying(
+    addr: &str,
+    cfg: &blindjoin_core::transport::LinkConfig,
+) -> blindjoin_core::transport::Link {
+    let mut tries = 0;
+    loop {
+        match blindjoin_core::transport::connect(addr, cfg, &mut |_| {}) {
+            Err(blindjoin_core::Error::PeerClosed { .. }) if tries < 50 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            other => return other.unwrap(),
+        }
+    }
+}
+
 /// The server's resident memory after `rounds` rounds of `parallel` concurrent two-client runs
 /// of 100 keys each (clients in this process, over TCP).
 fn drive(addr: &str, first_run: usize, rounds: usize, parallel: usize) {
@@ -570,7 +589,7 @@ fn drive(addr: &str, first_run: usize, rounds: usize, parallel: usize) {
     use blindjoin_core::channel::clock::Limits;
     use blindjoin_core::channel::memory::memory_pair;
     use blindjoin_core::item::items_from_records;
-    use blindjoin_core::transport::{LinkConfig, connect};
+    use blindjoin_core::transport::LinkConfig;
     use blindjoin_psi::protocols::server_aided::client::{AidedLinks, Peers};
     use blindjoin_psi::{Protocol, RunOptions};
     let p: &'static Protocol = "kmrs_semi".parse().unwrap();
@@ -594,7 +613,7 @@ fn drive(addr: &str, first_run: usize, rounds: usize, parallel: usize) {
                         let s2 = s2.clone();
                         let addr = addr.to_owned();
                         move || {
-                            let mut server = connect(&addr, &cfg, &mut |_| {}).unwrap();
+                            let mut server = connect_retrying(&addr, &cfg);
                             let mut links = AidedLinks {
                                 run: run2,
                                 party: 2,
@@ -607,7 +626,7 @@ fn drive(addr: &str, first_run: usize, rounds: usize, parallel: usize) {
                                 .indices
                         }
                     });
-                    let mut server = connect(addr, cfg, &mut |_| {}).unwrap();
+                    let mut server = connect_retrying(addr, cfg);
                     let mut links = AidedLinks {
                         run,
                         party: 1,
