@@ -3,7 +3,7 @@
 //! connect to party 1), runs the protocol's client, and writes its own matched rows, atomically,
 //! as `receive` does.
 
-use crate::cli::{KeyOpts, LambdaOpts, OutputOpts, parse_count};
+use crate::cli::{KeyOpts, OutputOpts, SecurityOpts, parse_count};
 use crate::error::{CliError, CliResult};
 use crate::input::{Input, InputSpec, read_input};
 use crate::link::{TlsChoice, parse_duration};
@@ -57,9 +57,9 @@ pub struct AidedArgs {
     /// The matched rows.
     #[command(flatten)]
     pub output: OutputOpts,
-    /// λ.
+    /// κ and λ.
     #[command(flatten)]
-    pub lambda: LambdaOpts,
+    pub security: SecurityOpts,
     /// kmrs_semi: sort the labels on disk under DIR (a fresh directory per run, removed
     /// afterwards) instead of in memory: (ℓ + 4) bytes per key of disk, one bucket of
     /// --bucket-labels labels in memory.
@@ -330,8 +330,8 @@ pub fn run(a: &AidedArgs) -> CliResult<()> {
         check_output(json, &inputs)?;
     }
     let (mut server_cfg, mut peer_cfg) = a.link_configs()?;
-    a.lambda.warn_weak();
-    let mut opts = a.lambda.run_options();
+    a.security.warn_weak();
+    let mut opts = a.security.run_options();
     opts.copies = a.copies;
     opts.dummies = a.dummies;
     opts.covert = a.covert;

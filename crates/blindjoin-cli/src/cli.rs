@@ -150,9 +150,13 @@ pub struct KeyOpts {
     pub country_code: Option<String>,
 }
 
-/// The statistical security parameter (`send`, `receive`, `aided`).
+/// The security parameters (`send`, `receive`, `aided`).
 #[derive(Debug, Args)]
-pub struct LambdaOpts {
+pub struct SecurityOpts {
+    /// Computational security level κ in bits: 80, 128, 192 or 256, as the protocol offers
+    /// (`blindjoin protocols` lists each protocol's levels); both parties must choose the same.
+    #[arg(long, default_value_t = 128)]
+    pub kappa: u32,
     /// Statistical security parameter λ in bits.
     #[arg(long, default_value_t = 40)]
     pub lambda: u32,
@@ -203,9 +207,9 @@ pub struct PartyOpts {
     /// Allow the insecure naive-hashing protocol outside benchmarks.
     #[arg(long)]
     pub insecure: bool,
-    /// λ.
+    /// κ and λ.
     #[command(flatten)]
-    pub lambda: LambdaOpts,
+    pub security: SecurityOpts,
     /// No progress bars.
     #[arg(long, short)]
     pub quiet: bool,
@@ -270,6 +274,9 @@ struct DemoArgs {
     /// Allow the insecure naive-hashing protocol.
     #[arg(long)]
     insecure: bool,
+    /// Computational security level κ in bits (the protocol must offer it).
+    #[arg(long, default_value_t = 128)]
+    kappa: u32,
     /// Keep the generated files and the output in this directory.
     #[arg(long, value_name = "DIR")]
     keep: Option<PathBuf>,
@@ -381,6 +388,7 @@ fn dispatch(command: Command, threads: Option<usize>) -> CliResult<()> {
             demo::run(&demo::DemoSpec {
                 size: a.size,
                 protocol: a.protocol,
+                kappa: a.kappa,
                 keep: a.keep,
                 json: a.json,
             })

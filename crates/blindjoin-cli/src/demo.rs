@@ -25,6 +25,8 @@ pub struct DemoSpec {
     pub size: usize,
     /// The protocol.
     pub protocol: &'static Protocol,
+    /// κ in bits.
+    pub kappa: u32,
     /// Keep the files here instead of a temporary directory.
     pub keep: Option<PathBuf>,
     /// Write both reports here.
@@ -81,6 +83,7 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
                  label: &'static str| {
         let opts = RunOptions {
             progress: Some(bars.party(label)),
+            kappa: spec.kappa,
             ..RunOptions::default()
         };
         move || {

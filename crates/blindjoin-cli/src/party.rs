@@ -4,7 +4,7 @@
 //! [`run_party`] is the run on keys from anywhere (the Python package calls it with Arrow
 //! data); [`run_file_party`] is the run on a file, as `send` and `receive` do it.
 
-use crate::cli::{KeyOpts, LambdaOpts, PartyOpts};
+use crate::cli::{KeyOpts, PartyOpts, SecurityOpts};
 use crate::error::{CliError, CliResult};
 use crate::input::{Format, Input, InputSpec, read_input};
 use crate::keyed::Keyed;
@@ -377,7 +377,7 @@ pub fn run_options(o: &PartyOpts) -> RunOptions {
     RunOptions {
         expected_peer_set_size: o.expect_peer_size,
         memory_budget: o.memory.0,
-        ..o.lambda.run_options()
+        ..o.security.run_options()
     }
 }
 
@@ -399,7 +399,7 @@ pub fn run_cli(o: &PartyOpts, role: CliRole, output: OutputSpec) -> CliResult<()
         check_output(json, &inputs)?;
     }
     let link = o.net.link_config()?;
-    o.lambda.warn_weak();
+    o.security.warn_weak();
     o.keys.check_columns()?;
     let bars = if o.quiet { Bars::hidden() } else { Bars::new() };
     let label = match role {
@@ -518,10 +518,11 @@ impl KeyOpts {
     }
 }
 
-impl LambdaOpts {
-    /// Run options with this λ.
+impl SecurityOpts {
+    /// Run options with this κ and λ.
     pub fn run_options(&self) -> RunOptions {
         RunOptions {
+            kappa: self.kappa,
             lambda: self.lambda,
             allow_weak: self.allow_weak,
             ..RunOptions::default()

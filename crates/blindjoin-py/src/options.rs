@@ -32,6 +32,7 @@ pub const OPTIONS: &[&str] = &[
     "threads",
     "format",
     "insecure",
+    "kappa",
     "lambda_",
     "allow_weak",
     "expect_peer_size",
@@ -243,6 +244,14 @@ impl Settings {
                     });
                 }
                 "insecure" => s.insecure = boolean("insecure", v)?,
+                "kappa" => {
+                    if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
+                        return Err(want("kappa", "an int", v));
+                    }
+                    s.opts.kappa = v.extract().map_err(|_| {
+                        PyValueError::new_err(format!("kappa must be 80, 128, 192 or 256, not {v}"))
+                    })?;
+                }
                 "lambda_" | "lambda" => {
                     if v.is_instance_of::<PyBool>() || !v.is_instance_of::<PyInt>() {
                         return Err(want("lambda_", "an int", v));

@@ -31,5 +31,8 @@ registry! {
 
 pub mod server_aided;
 
+#[allow(dead_code)]
+pub mod dh_ffc;
+
 pub(crate) mod common;
 pub(crate) mod filters;

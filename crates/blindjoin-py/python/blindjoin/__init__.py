@@ -15,7 +15,7 @@ distinct keys the receiver has. Each party calls one function, usually on a diff
     report = blindjoin.send(subscribers, column="email", normalize="email",
                             connect="127.0.0.1:7878")
 
-Both parties must choose the same ``protocol``, ``normalize`` and ``lambda_``; a difference ends
+Both parties must choose the same ``protocol``, ``normalize``, ``kappa`` and ``lambda_``; a difference ends
 both runs with a :class:`PeerError` naming the field. The keys are normalised and hashed exactly
 as the ``blindjoin`` command does it, so a Python party and a command-line party match each
 other.
@@ -301,7 +301,8 @@ def receive(
         threads: worker threads for this run (default: all cores).
         return_report: return ``(rows, report)``, the report being the dict the command writes
             with ``--json``.
-        **options: the command's other flags with underscores: ``lambda_`` (λ, also accepted
+        **options: the command's other flags with underscores: ``kappa`` (κ: 80, 128, 192 or
+            256 as the protocol offers), ``lambda_`` (λ, also accepted
             as ``**{"lambda": 40}``), ``allow_weak``, ``insecure`` (the ``naive`` protocol),
             ``expect_peer_size``, ``max_peer_size`` (ints or ``"2^20"``), ``memory`` (bytes or
             ``"4G"``, ``"none"``), ``tls_cert``, ``tls_key``, ``peer_cert``,
