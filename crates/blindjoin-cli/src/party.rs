@@ -529,8 +529,14 @@ impl SecurityOpts {
         }
     }
 
-    /// Warns on stderr when `--allow-weak` lowers λ below the default floor.
+    /// Warns on stderr when κ is below 128 or `--allow-weak` lowers λ below the default floor.
     pub fn warn_weak(&self) {
+        if self.kappa < 128 {
+            eprintln!(
+                "warning: κ = {} is below the default of 128 bits",
+                self.kappa
+            );
+        }
         if self.allow_weak && self.lambda < blindjoin_psi::MIN_LAMBDA {
             eprintln!(
                 "warning: λ = {} is below {}: false matches and failed runs have probability up \

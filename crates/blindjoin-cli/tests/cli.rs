@@ -435,6 +435,14 @@ fn bad_inputs_fail_with_one_line_before_connecting() {
     let mut args = base.to_vec();
     args.extend(["--input", s(&csv), "--column", "email", "--lambda", "20"]);
     assert_one_line_error(&run(&args), &["`lambda`", "below 40", "--allow-weak"]);
+
+    // A κ the protocol does not offer, refused naming the levels it does.
+    let mut args = base.to_vec();
+    args.extend(["--input", s(&csv), "--column", "email", "--kappa", "256"]);
+    assert_one_line_error(
+        &run(&args),
+        &["`kappa`", "ecdh provides κ = 128 only", "256"],
+    );
     assert!(!out.exists());
 }
 

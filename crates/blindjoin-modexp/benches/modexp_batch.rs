@@ -9,7 +9,16 @@ use rand_chacha::ChaCha20Rng;
 
 fn bench(c: &mut Criterion) {
     let mut rng = ChaCha20Rng::seed_from_u64(1);
-    for (bits, exp_bits) in [(1024u32, 160u32), (3072, 256), (1536, 1536), (7680, 384)] {
+    // dh_ffc at κ = 80, 128, 192 (2κ-bit exponents); rsa_blind's CRT halves at κ = 80, 128,
+    // 192 (exponents as long as the half).
+    for (bits, exp_bits) in [
+        (1024u32, 160u32),
+        (3072, 256),
+        (8192, 384),
+        (512, 512),
+        (1536, 1536),
+        (3840, 3840),
+    ] {
         let len = (bits / 8) as usize;
         let mut n = vec![0u8; len];
         rng.fill_bytes(&mut n);
