@@ -32,4 +32,5 @@ registry! {
 pub mod server_aided;
 
 pub(crate) mod common;
+pub(crate) mod dh_psi;
 pub(crate) mod filters;
