@@ -18,6 +18,15 @@ pub(crate) const PSZ14: Reference = Reference {
     part: "",
 };
 
+/// Huberman, Franklin, Hogg (EC 1999), the Diffie-Hellman PSI protocol (also Meadows, 1986).
+pub(crate) const HFH99: Reference = Reference {
+    tag: "HFH99",
+    authors: "Huberman, Franklin, Hogg",
+    title: "Enhancing Privacy and Trust in Electronic Communities",
+    venue: "ACM EC 1999",
+    part: "the DH-based protocol (also Meadows, IEEE S&P 1986)",
+};
+
 /// Kolesnikov, Kumaresan, Rosulek, Trieu (CCS 2016), the batched OPRF.
 pub(crate) const KKRT16: Reference = Reference {
     tag: "KKRT16",

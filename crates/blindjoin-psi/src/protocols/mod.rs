@@ -35,4 +35,5 @@ pub mod server_aided;
 pub mod dh_ffc;
 
 pub(crate) mod common;
+pub(crate) mod dh_psi;
 pub(crate) mod filters;

@@ -22,13 +22,11 @@
 //!   S = { T(B_j^a) }; output { i : T(A_i^b) ∈ S }
 //! ```
 //!
-//! Both parties stream their points in frames of 2^14 while a second thread receives, so the
+//! The roles are the DH-PSI flow of `protocols::dh_psi` on the group `Ristretto`: both
+//! parties stream their points in frames of 2^14 while a second thread receives, so the
 //! receiver blinds X while the sender blinds Y, and the receiver re-blinds Y while the sender
 //! re-blinds X: two scalar multiplications of wall time per element with one thread each.
-//! The receiving thread hands the peer's points to the computing one through a queue of at
-//! most 8 MiB and stops reading while it is full, and a third thread writes our frames, so that
-//! neither party waits for the other to read (`protocols::common::pipelined`): points that come
-//! faster than they are re-blinded wait in the transport, not in our memory.
+//! Points that come faster than they are re-blinded wait in the transport, not in our memory.
 //!
 //! **Communication** per run: 32·(n1 + n2) bytes of compressed points plus n1·⌈ℓ/8⌉ bytes of
 //! tags (and 4 bytes of framing per 2^14 elements): at n1 = n2 that is two points and one tag per
@@ -47,21 +45,16 @@
 //!   dalek as the fallback on other CPUs; the bytes are dalek's exactly, so both kinds of CPU
 //!   interoperate.
 
-mod receiver;
-mod sender;
-
-pub use receiver::receive;
-pub use sender::send;
-
 use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
-use crate::protocols::common::{CHUNK, PSI_ROLES, PSZ14, tag_len};
-use blindjoin_core::channel::framed_bytes;
+use crate::protocols::common::{HFH99, PSI_ROLES, PSZ14};
+use crate::protocols::dh_psi::{self, DhFlow, DhGroup, invalid_element, par_append};
+use crate::{ReceiverOutput, RunOptions, SenderOutput};
+use blindjoin_core::Result;
+use blindjoin_core::channel::Channel;
 use blindjoin_core::handshake::Session;
 use blindjoin_core::item::{Item, update_prefixed};
-use blindjoin_core::{Error, Result};
 use curve25519_dalek::scalar::Scalar;
 use rand::CryptoRng;
-use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use zeroize::Zeroize;
 
@@ -73,13 +66,7 @@ pub static PROTOCOL: Protocol = Protocol {
     name: NAME,
     summary: "Diffie-Hellman PSI on Ristretto255: both sets blinded by both secret exponents",
     references: &[
-        Reference {
-            tag: "HFH99",
-            authors: "Huberman, Franklin, Hogg",
-            title: "Enhancing Privacy and Trust in Electronic Communities",
-            venue: "ACM EC 1999",
-            part: "the DH-based protocol (also Meadows, IEEE S&P 1986)",
-        },
+        HFH99,
         Reference {
             part: "§3 and Tab. 5-7, \"DH-based ECC\"",
             ..PSZ14
@@ -98,18 +85,42 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::sender(MSG_TAGS),
     ],
     traffic,
-    entry: two_party!(receiver::receive, sender::send),
+    entry: two_party!(receive, send),
 };
+
+/// The DH-PSI flow of `ecdh`: its descriptor and message names.
+static FLOW: DhFlow = DhFlow {
+    protocol: &PROTOCOL,
+    receiver_elements: MSG_RECEIVER_POINTS,
+    sender_elements: MSG_SENDER_POINTS,
+    tags: MSG_TAGS,
+};
+
+/// Runs the receiver with `items` (distinct) on `ch`; returns the indices of `items` in the
+/// intersection.
+pub fn receive<C: Channel + ?Sized>(
+    ch: &mut C,
+    items: &[Item],
+    opts: &RunOptions,
+    rng: &mut impl CryptoRng,
+) -> Result<ReceiverOutput> {
+    dh_psi::receive::<Ristretto, C>(&FLOW, ch, items, opts, rng)
+}
+
+/// Runs the sender with `items` (distinct) on `ch`.
+pub fn send<C: Channel + ?Sized>(
+    ch: &mut C,
+    items: &[Item],
+    opts: &RunOptions,
+    rng: &mut impl CryptoRng,
+) -> Result<SenderOutput> {
+    dh_psi::send::<Ristretto, C>(&FLOW, ch, items, opts, rng)
+}
 
 /// The bytes of each message: n1 and n2 compressed points and n1 tags, frames of 2^14
 /// elements (the sender answers each frame of A_i with one frame of tags).
 fn traffic(s: &Sizes) -> Result<Traffic> {
-    let tag_len = tag_len(s.lambda, s.n_recv, s.n_send)?;
-    Ok(vec![
-        (MSG_RECEIVER_POINTS, framed_bytes(s.n_recv, POINT_LEN, CHUNK)),
-        (MSG_SENDER_POINTS, framed_bytes(s.n_send, POINT_LEN, CHUNK)),
-        (MSG_TAGS, framed_bytes(s.n_recv, tag_len, CHUNK)),
-    ])
+    dh_psi::traffic::<Ristretto>(&FLOW, s)
 }
 
 /// Name of the receiver's blinded points A_i.
@@ -135,7 +146,7 @@ pub(crate) fn params() -> Vec<(String, String)> {
 pub(crate) struct Key(Scalar);
 
 impl Key {
-    pub(crate) fn random(rng: &mut impl CryptoRng) -> Self {
+    pub(crate) fn random(rng: &mut (impl CryptoRng + ?Sized)) -> Self {
         loop {
             let mut wide = [0u8; 64];
             rng.fill_bytes(&mut wide);
@@ -183,70 +194,62 @@ impl GroupHash {
     }
 }
 
-/// `compress(k·H(x))` for each item, appended to `out` (parallel over rayon's pool, each part
-/// through the batch engine of [`blindjoin_ristretto`]).
-pub(crate) fn blind_items(items: &[Item], h: &GroupHash, key: &Key, out: &mut Vec<u8>) {
-    let parts: Vec<Vec<u8>> = items
-        .par_chunks(PAR_POINTS)
-        .map(|chunk| {
-            let uniform: Vec<[u8; 64]> = chunk.iter().map(|x| h.uniform(x)).collect();
-            let mut part = Vec::with_capacity(chunk.len() * POINT_LEN);
-            blindjoin_ristretto::hash_mul_compress(&uniform, &key.0, &mut part);
-            part
-        })
-        .collect();
-    out.reserve(items.len() * POINT_LEN);
-    for p in &parts {
-        out.extend_from_slice(p);
-    }
-}
+/// Ristretto255 as the group of the DH-PSI flow (κ = 128): hashing, decoding, scalar
+/// multiplication and encoding through the batch engine of [`blindjoin_ristretto`], in pieces of
+/// 256 points on rayon's pool.
+pub(crate) struct Ristretto;
 
-/// Decodes a frame of compressed points and appends `compress(k·P)` for each to `out`. A
-/// point that does not decode is an error naming its position in the whole message.
-pub(crate) fn reblind_frame(
-    frame: &[u8],
-    first_index: u64,
-    what: &'static str,
-    key: &Key,
-    out: &mut Vec<u8>,
-) -> Result<()> {
-    let parts: Vec<Vec<u8>> = frame
-        .par_chunks(PAR_POINTS * POINT_LEN)
-        .enumerate()
-        .map(|(c, chunk)| {
-            let mut part = Vec::with_capacity(chunk.len());
-            blindjoin_ristretto::decompress_mul_compress(chunk, &key.0, &mut part).map_err(
-                |i| {
-                    let at = first_index + (c * PAR_POINTS + i) as u64;
-                    Error::malformed(
-                        what,
-                        format!("element {at} is not a valid Ristretto255 point"),
-                    )
-                },
-            )?;
-            Ok(part)
-        })
-        .collect::<Result<_>>()?;
-    out.reserve(frame.len());
-    for p in &parts {
-        out.extend_from_slice(p);
-    }
-    Ok(())
-}
+impl DhGroup for Ristretto {
+    type Key = Key;
 
-/// Truncated tags `T(P)` of a frame of compressed points, appended to `out`.
-pub(crate) fn tags_of(session: &Session, points: &[u8], tag_len: usize, out: &mut Vec<u8>) {
-    let base = session.hasher("ecdh/tag");
-    let tags: Vec<[u8; 32]> = points
-        .par_chunks_exact(POINT_LEN)
-        .map(|p| {
-            let mut h = base.clone();
-            h.update(p);
-            h.finalize().into()
+    fn for_kappa(kappa: u32) -> Option<Self> {
+        (kappa == 128).then_some(Ristretto)
+    }
+
+    fn element_len(&self) -> usize {
+        POINT_LEN
+    }
+
+    fn random_key(&self, rng: &mut dyn CryptoRng) -> Key {
+        Key::random(rng)
+    }
+
+    /// `compress(k·H(x))` for each item.
+    fn blind_items(
+        &self,
+        session: &Session,
+        items: &[Item],
+        key: &Key,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let h = GroupHash::new(session);
+        par_append(items, PAR_POINTS, out, |_, piece, part| {
+            let uniform: Vec<[u8; 64]> = piece.iter().map(|x| h.uniform(x)).collect();
+            part.reserve(piece.len() * POINT_LEN);
+            blindjoin_ristretto::hash_mul_compress(&uniform, &key.0, part);
+            Ok(())
         })
-        .collect();
-    out.reserve(tags.len() * tag_len);
-    for t in &tags {
-        out.extend_from_slice(&t[..tag_len]);
+    }
+
+    /// `compress(k·P)` for each compressed point P of the frame.
+    fn reblind_frame(
+        &self,
+        frame: &[u8],
+        first_index: u64,
+        what: &'static str,
+        key: &Key,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        par_append(frame, PAR_POINTS * POINT_LEN, out, |k, piece, part| {
+            part.reserve(piece.len());
+            blindjoin_ristretto::decompress_mul_compress(piece, &key.0, part).map_err(|i| {
+                invalid_element(
+                    what,
+                    first_index,
+                    k * PAR_POINTS + i,
+                    "is not a valid Ristretto255 point",
+                )
+            })
+        })
     }
 }
