@@ -22,6 +22,7 @@ registry! {
     rgbf,
     gbf,
     ecdh,
+    dh_ffc,
     naive;
     kmrs_semi,
     kmrs_mal,
@@ -30,9 +31,6 @@ registry! {
 }
 
 pub mod server_aided;
-
-#[allow(dead_code)]
-pub mod dh_ffc;
 
 pub(crate) mod common;
 pub(crate) mod dh_psi;

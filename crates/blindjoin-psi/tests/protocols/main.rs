@@ -6,6 +6,7 @@
 
 mod cm20;
 mod common;
+mod dh_ffc;
 mod ecdh;
 mod gbf;
 mod kkrt16;

@@ -12,11 +12,11 @@
 
 use blindjoin_core::handshake::Session;
 use blindjoin_core::item::{Item, update_prefixed};
-use blindjoin_core::{Error, Result};
+use crate::protocols::dh_psi::{DhGroup, invalid_element, par_append};
+use blindjoin_core::Result;
 use blindjoin_modexp::{Exponent, Modulus};
 use crypto_bigint::{BoxedUint, CtGt, CtSelect, NonZero};
 use rand::CryptoRng;
-use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use zeroize::{Zeroize, Zeroizing};
 
@@ -89,41 +89,6 @@ pub(crate) struct FfcKey(Exponent);
 const PAR_ELEMENTS: usize = 64;
 
 impl FfcGroup {
-    /// The group for κ, or `None` when `dh_ffc` has no group at that level.
-    pub(crate) fn for_kappa(kappa: u32) -> Option<FfcGroup> {
-        let level = LEVELS.iter().find(|l| l.kappa == kappa)?;
-        let p_be = hex_bytes(level.p_hex)?;
-        let p = Modulus::from_be_bytes(&p_be).ok()?;
-        let p_nz = NonZero::new(p.value().as_ref().clone()).into_option()?;
-        let q = p.value().as_ref().shr(1);
-        let q_be = p.to_element(&q);
-        Some(FfcGroup {
-            level,
-            p,
-            p_nz,
-            q,
-            q_be,
-        })
-    }
-
-    /// Bytes of an element: those of p.
-    pub(crate) fn element_len(&self) -> usize {
-        self.p.byte_len()
-    }
-
-    /// A uniformly random nonzero exponent of 2κ bits.
-    pub(crate) fn random_key(&self, rng: &mut (impl CryptoRng + ?Sized)) -> FfcKey {
-        let mut bytes = Zeroizing::new(vec![0u8; (self.level.exp_bits / 8) as usize]);
-        loop {
-            rng.fill_bytes(&mut bytes);
-            if bytes.iter().any(|&b| b != 0)
-                && let Ok(e) = Exponent::from_be_bytes(&bytes, self.level.exp_bits)
-            {
-                return FfcKey(e);
-            }
-        }
-    }
-
     /// H(x): SHA-256 in counter mode under the session's domain, ⌈log2 p⌉ + 128 bits reduced
     /// mod p (statistical distance 2^-128 from uniform), as a signed residue.
     fn hash(&self, base: &Sha256, item: &Item) -> BoxedUint {
@@ -151,9 +116,11 @@ impl FfcGroup {
         x.ct_select(&neg, x.ct_gt(&self.q))
     }
 
-    /// Re-encodes a batch of results of `pow_batch` (each below p) as signed residues.
-    fn sign_all(&self, elements: &mut [u8]) {
-        for e in elements.chunks_exact_mut(self.element_len()) {
+    /// `x^k` for each element of `bases` (each below p), re-encoded as signed residues.
+    fn pow_signed(&self, bases: &[u8], key: &FfcKey, out: &mut Vec<u8>) {
+        let start = out.len();
+        self.p.pow_batch(bases, &key.0, out);
+        for e in out[start..].chunks_exact_mut(self.element_len()) {
             if let Some(x) = self.p.from_element(e) {
                 let mut s = self.p.to_element(&self.signed(&x));
                 e.copy_from_slice(&s);
@@ -161,40 +128,66 @@ impl FfcGroup {
             }
         }
     }
+}
 
-    /// H(x)^k for each item, appended to `out` (parallel over rayon's pool).
-    pub(crate) fn blind_items(
+impl DhGroup for FfcGroup {
+    type Key = FfcKey;
+
+    fn for_kappa(kappa: u32) -> Option<FfcGroup> {
+        let level = LEVELS.iter().find(|l| l.kappa == kappa)?;
+        let p_be = hex_bytes(level.p_hex)?;
+        let p = Modulus::from_be_bytes(&p_be).ok()?;
+        let p_nz = NonZero::new(p.value().as_ref().clone()).into_option()?;
+        let q = p.value().as_ref().shr(1);
+        let q_be = p.to_element(&q);
+        Some(FfcGroup {
+            level,
+            p,
+            p_nz,
+            q,
+            q_be,
+        })
+    }
+
+    /// Bytes of an element: those of p.
+    fn element_len(&self) -> usize {
+        self.p.byte_len()
+    }
+
+    /// A uniformly random nonzero exponent of 2κ bits.
+    fn random_key(&self, rng: &mut dyn CryptoRng) -> FfcKey {
+        let mut bytes = Zeroizing::new(vec![0u8; (self.level.exp_bits / 8) as usize]);
+        loop {
+            rng.fill_bytes(&mut bytes);
+            if bytes.iter().any(|&b| b != 0)
+                && let Ok(e) = Exponent::from_be_bytes(&bytes, self.level.exp_bits)
+            {
+                return FfcKey(e);
+            }
+        }
+    }
+
+    /// H(x)^k for each item.
+    fn blind_items(
         &self,
         session: &Session,
         items: &[Item],
         key: &FfcKey,
         out: &mut Vec<u8>,
-    ) {
+    ) -> Result<()> {
         let base = session.hasher("dh_ffc/h2g");
-        let parts: Vec<Vec<u8>> = items
-            .par_chunks(PAR_ELEMENTS)
-            .map(|chunk| {
-                let mut hashed =
-                    Zeroizing::new(Vec::with_capacity(chunk.len() * self.element_len()));
-                for x in chunk {
-                    hashed.extend_from_slice(&self.p.to_element(&self.hash(&base, x)));
-                }
-                let mut part = Vec::with_capacity(hashed.len());
-                self.p.pow_batch(&hashed, &key.0, &mut part);
-                self.sign_all(&mut part);
-                part
-            })
-            .collect();
-        out.reserve(items.len() * self.element_len());
-        for p in &parts {
-            out.extend_from_slice(p);
-        }
+        par_append(items, PAR_ELEMENTS, out, |_, piece, part| {
+            let mut hashed = Zeroizing::new(Vec::with_capacity(piece.len() * self.element_len()));
+            for x in piece {
+                hashed.extend_from_slice(&self.p.to_element(&self.hash(&base, x)));
+            }
+            self.pow_signed(&hashed, key, part);
+            Ok(())
+        })
     }
 
-    /// Checks each element of `frame` (1 ≤ x ≤ q, exactly `element_len` bytes) and appends
-    /// x^k for each to `out`; an element outside the group is an error naming its position
-    /// in the whole message.
-    pub(crate) fn reblind_frame(
+    /// x^k for each element x of the frame, after checking 1 ≤ x ≤ q.
+    fn reblind_frame(
         &self,
         frame: &[u8],
         first_index: u64,
@@ -207,29 +200,17 @@ impl FfcGroup {
             .chunks(len)
             .position(|e| e.len() != len || e > self.q_be.as_slice() || e.iter().all(|&b| b == 0))
         {
-            return Err(Error::malformed(
+            return Err(invalid_element(
                 what,
-                format!(
-                    "element {} is not in the group (a signed residue 1..=(p-1)/2 of {} bytes)",
-                    first_index + i as u64,
-                    len
-                ),
+                first_index,
+                i,
+                "is not in the group (a signed residue in 1..=(p-1)/2)",
             ));
         }
-        let parts: Vec<Vec<u8>> = frame
-            .par_chunks(PAR_ELEMENTS * len)
-            .map(|chunk| {
-                let mut part = Vec::with_capacity(chunk.len());
-                self.p.pow_batch(chunk, &key.0, &mut part);
-                self.sign_all(&mut part);
-                part
-            })
-            .collect();
-        out.reserve(frame.len());
-        for p in &parts {
-            out.extend_from_slice(p);
-        }
-        Ok(())
+        par_append(frame, PAR_ELEMENTS * len, out, |_, piece, part| {
+            self.pow_signed(piece, key, part);
+            Ok(())
+        })
     }
 }
 
@@ -367,8 +348,8 @@ mod tests {
             let items: Vec<Item> = (0..19u8).map(|i| Item([i; 16])).collect();
             let s = session();
             let (mut xa, mut xb) = (Vec::new(), Vec::new());
-            g.blind_items(&s, &items, &a, &mut xa);
-            g.blind_items(&s, &items, &b, &mut xb);
+            g.blind_items(&s, &items, &a, &mut xa).unwrap();
+            g.blind_items(&s, &items, &b, &mut xb).unwrap();
             let (mut xab, mut xba) = (Vec::new(), Vec::new());
             g.reblind_frame(&xa, 0, "test", &b, &mut xab).unwrap();
             g.reblind_frame(&xb, 0, "test", &a, &mut xba).unwrap();
@@ -393,7 +374,8 @@ mod tests {
         let key = g.random_key(&mut rng);
         let len = g.element_len();
         let mut good = Vec::new();
-        g.blind_items(&session(), &[Item([1; 16]), Item([2; 16])], &key, &mut good);
+        g.blind_items(&session(), &[Item([1; 16]), Item([2; 16])], &key, &mut good)
+            .unwrap();
         let q_plus_1 =
             g.p.to_element(&g.q.wrapping_add(BoxedUint::one_with_precision(g.q.bits_precision())));
         let p_minus_1 = g.p.to_element(

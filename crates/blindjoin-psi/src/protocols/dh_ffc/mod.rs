@@ -39,12 +39,13 @@
 //! ```
 //!
 //! Every element received is checked to be in the group (1 ≤ x ≤ q, ρ bytes) before it is
-//! raised to a secret exponent; one that is not ends the run naming its index. Both parties
-//! stream their elements while a second thread receives, as `ecdh` does; the exponentiations run
-//! eight at a time in AVX-512 IFMA lanes ([`blindjoin_modexp`]), and on `--threads`.
+//! raised to a secret exponent; one that is not ends the run naming its index. The flow, the
+//! frames (2^11 to 2^13 elements, at most 2 MiB) and the threads are those of `dh_psi`, shared
+//! with `ecdh`; the exponentiations run eight at a time in AVX-512 IFMA lanes
+//! ([`blindjoin_modexp`]), in pieces of 64 elements on rayon's pool (`--threads`).
 //!
 //! **Communication:** ρ·(n1 + n2) bytes of elements plus n1·⌈ℓ/8⌉ bytes of tags (and 4 bytes of
-//! framing per frame), against PSZ14 Tab. 6's 3nρ bits.
+//! framing per frame), against PSZ14 Tab. 6's 3nρ bits ([`psz_tab6_bits`]).
 //!
 //! **Deviations from the paper.**
 //! - The re-blinded values A_i^b return hashed and truncated to ℓ bits instead of as group
@@ -54,4 +55,110 @@
 //! - Signed residues instead of a Legendre-symbol or x^q membership check (same group, same
 //!   DDH problem; see `group`).
 
-pub(crate) mod group;
+pub mod group;
+
+use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
+use crate::protocols::common::{HFH99, PSI_ROLES, PSZ14};
+use crate::protocols::dh_psi::{self, DhFlow};
+use crate::{ReceiverOutput, RunOptions, SenderOutput};
+use blindjoin_core::Result;
+use blindjoin_core::channel::Channel;
+use blindjoin_core::item::Item;
+use group::{FfcGroup, LEVELS};
+use rand::CryptoRng;
+
+/// Protocol id in the handshake.
+pub const NAME: &str = "dh_ffc";
+
+/// The descriptor of `dh_ffc`.
+pub static PROTOCOL: Protocol = Protocol {
+    name: NAME,
+    summary: "Diffie-Hellman PSI over finite fields (RFC 2409/7919 safe-prime groups by κ)",
+    references: &[
+        HFH99,
+        Reference {
+            part: "§3, Tab. 2 and Tab. 5-8, \"DH-based FFC\"",
+            ..PSZ14
+        },
+    ],
+    security: Security::SemiHonest,
+    assumptions: "DDH in the quadratic residues modulo a safe prime, random-oracle model",
+    roles: PSI_ROLES,
+    kappa: &[80, 128, 192],
+    params,
+    // hello ‖ hello; verdict ‖ verdict; A_i ‖ B_j; tags of A_i^b.
+    flights: 4,
+    flow: &[
+        Message::receiver(MSG_RECEIVER_ELEMENTS),
+        Message::sender(MSG_SENDER_ELEMENTS),
+        Message::sender(MSG_TAGS),
+    ],
+    traffic,
+    entry: two_party!(receive, send),
+};
+
+/// The DH-PSI flow of `dh_ffc`: its descriptor and message names.
+static FLOW: DhFlow = DhFlow {
+    protocol: &PROTOCOL,
+    receiver_elements: MSG_RECEIVER_ELEMENTS,
+    sender_elements: MSG_SENDER_ELEMENTS,
+    tags: MSG_TAGS,
+};
+
+/// Name of the receiver's blinded elements A_i.
+pub const MSG_RECEIVER_ELEMENTS: &str = "the receiver's blinded elements";
+/// Name of the sender's blinded elements B_j.
+pub const MSG_SENDER_ELEMENTS: &str = "the sender's blinded elements";
+/// Name of the sender's tags of the re-blinded A_i^b.
+pub const MSG_TAGS: &str = "the re-blinded tags";
+
+/// Runs the receiver with `items` (distinct) on `ch`; returns the indices of `items` in the
+/// intersection.
+pub fn receive<C: Channel + ?Sized>(
+    ch: &mut C,
+    items: &[Item],
+    opts: &RunOptions,
+    rng: &mut impl CryptoRng,
+) -> Result<ReceiverOutput> {
+    dh_psi::receive::<FfcGroup, C>(&FLOW, ch, items, opts, rng)
+}
+
+/// Runs the sender with `items` (distinct) on `ch`.
+pub fn send<C: Channel + ?Sized>(
+    ch: &mut C,
+    items: &[Item],
+    opts: &RunOptions,
+    rng: &mut impl CryptoRng,
+) -> Result<SenderOutput> {
+    dh_psi::send::<FfcGroup, C>(&FLOW, ch, items, opts, rng)
+}
+
+/// The bytes of each message: n1 and n2 elements of ρ bytes and n1 tags.
+fn traffic(s: &Sizes) -> Result<Traffic> {
+    dh_psi::traffic::<FfcGroup>(&FLOW, s)
+}
+
+/// The protocol parameters both sides must agree on at the run's κ.
+fn params(opts: &RunOptions) -> Vec<(String, String)> {
+    let level = LEVELS.iter().find(|l| l.kappa == opts.kappa);
+    vec![
+        (
+            "group".into(),
+            level.map_or_else(|| "none".into(), |l| format!("{} ({})", l.name, l.source)),
+        ),
+        (
+            "exponent_bits".into(),
+            level.map_or(0, |l| l.exp_bits).to_string(),
+        ),
+        ("encoding".into(), "signed-residue".into()),
+        ("hash_to_group".into(), "sha256-ctr-mod-p".into()),
+        ("tag_hash".into(), "sha256".into()),
+    ]
+}
+
+/// PSZ14 Tab. 6's communication of DH-based FFC PSI, 3nρ bits (n = n1 = n2, ρ the modulus
+/// size of PSZ14 Tab. 2), next to which our [`Protocol::traffic`] sends 2nρ plus n tags.
+pub fn psz_tab6_bits(n: u64, kappa: u32) -> Option<u64> {
+    let level = LEVELS.iter().find(|l| l.kappa == kappa)?;
+    Some(3 * n * u64::from(level.asked_bits))
+}
