@@ -22,6 +22,7 @@ registry! {
     rgbf,
     gbf,
     ecdh,
+    ecdh_nist,
     naive;
     kmrs_semi,
     kmrs_mal,

@@ -7,6 +7,7 @@
 mod cm20;
 mod common;
 mod ecdh;
+mod ecdh_nist;
 mod gbf;
 mod kkrt16;
 mod naive;
