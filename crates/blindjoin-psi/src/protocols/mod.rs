@@ -22,6 +22,7 @@ registry! {
     rgbf,
     gbf,
     ecdh,
+    ecdh_nist,
     dh_ffc,
     naive;
     kmrs_semi,

@@ -8,6 +8,7 @@ mod cm20;
 mod common;
 mod dh_ffc;
 mod ecdh;
+mod ecdh_nist;
 mod gbf;
 mod kkrt16;
 mod naive;
