@@ -24,6 +24,7 @@ registry! {
     ecdh,
     ecdh_nist,
     dh_ffc,
+    rsa_blind,
     naive;
     kmrs_semi,
     kmrs_mal,

@@ -17,4 +17,5 @@ mod psz14;
 mod redis_store;
 mod registry;
 mod rgbf;
+mod rsa_blind;
 mod server_aided;
