@@ -45,10 +45,7 @@ impl Consts {
         let (one, r2) = match nz {
             Some(nz) => {
                 let unit = BoxedUint::one_with_precision(precision);
-                (
-                    unit.shl(r_bits).rem_vartime(&nz),
-                    unit.shl(2 * r_bits).rem_vartime(&nz),
-                )
+                (unit.shl(r_bits).rem(&nz), unit.shl(2 * r_bits).rem(&nz))
             }
             // An odd modulus is never zero.
             None => (BoxedUint::zero(), BoxedUint::zero()),
@@ -67,6 +64,15 @@ impl Consts {
             one: words_to_limbs(one.as_words(), l),
             r2: words_to_limbs(r2.as_words(), l),
         }
+    }
+}
+
+impl Drop for Consts {
+    fn drop(&mut self) {
+        self.n.zeroize();
+        self.n0inv.zeroize();
+        self.one.zeroize();
+        self.r2.zeroize();
     }
 }
 

@@ -48,6 +48,11 @@
 //! and the final subtraction is a mask. What is public: the modulus, the exponent's declared
 //! bit length and the batch length. The window digits and the table are zeroised after use.
 //! The portable path inherits crypto-bigint's constant-time Montgomery exponentiation.
+//!
+//! A modulus may itself be secret (the primes of an RSA key): [`Modulus::from_be_bytes`]
+//! computes its constants in constant time, and a `Modulus` wipes its copies of N and of the
+//! engine's constants when dropped, except crypto-bigint's `BoxedMontyParams`, which is shared
+//! behind an `Arc` and has no wipe.
 #![deny(missing_docs)]
 
 #[cfg(target_arch = "x86_64")]
@@ -88,6 +93,12 @@ pub struct Modulus {
     bits: u32,
     #[cfg(target_arch = "x86_64")]
     wide: ifma::Consts,
+}
+
+impl Drop for Modulus {
+    fn drop(&mut self) {
+        self.n.zeroize();
+    }
 }
 
 impl std::fmt::Debug for Modulus {
@@ -164,7 +175,8 @@ impl Modulus {
         let precision = bits.div_ceil(64) * 64;
         let value = BoxedUint::from_be_slice(be, precision).map_err(|_| Error::BadModulus)?;
         let n = Option::<Odd<BoxedUint>>::from(Odd::new(value)).ok_or(Error::BadModulus)?;
-        let params = BoxedMontyParams::new_vartime(n.clone());
+        // Constant time: the modulus may be secret (RSA's p and q).
+        let params = BoxedMontyParams::new(n.clone());
         let len = bits.div_ceil(8) as usize;
         Ok(Modulus {
             #[cfg(target_arch = "x86_64")]
