@@ -15,10 +15,10 @@ distinct keys the receiver has. Each party calls one function, usually on a diff
     report = blindjoin.send(subscribers, column="email", normalize="email",
                             connect="127.0.0.1:7878")
 
-Both parties must choose the same ``protocol``, ``normalize``, ``kappa`` and ``lambda_``; a difference ends
-both runs with a :class:`PeerError` naming the field. The keys are normalised and hashed exactly
-as the ``blindjoin`` command does it, so a Python party and a command-line party match each
-other.
+Both parties must choose the same ``protocol``, ``normalize``, ``kappa`` and ``lambda_``; a
+difference ends both runs with a :class:`PeerError` naming the field. The keys are normalised and
+hashed exactly as the ``blindjoin`` command does it, so a Python party and a command-line party
+match each other.
 
 ``data`` can be
 
