@@ -390,7 +390,7 @@ fn kkrt16_sender_grows_only_with_the_u_columns_sent() {
     struct Setup {
         bins: u64,
     }
-    let width = blindjoin_ot::ext::kkrt::code_blocks(40, 3 << 32);
+    let width = blindjoin_ot::ext::kkrt::code_blocks(128, 40, 3 << 32);
     let chunk = blindjoin_ot::ext::CHUNK;
     let frame_len = 128 * width * blindjoin_ot::ext::row_bytes(chunk);
     let sent = 2 * frame_len;

@@ -47,7 +47,8 @@
 //! size this system handles, which is the width KKRT16's implementation uses. KKRT16's own
 //! table of k is not among this project's papers; what is, CM20 Table 2, prints KKRT's receiver
 //! communication as 1.2n·512 bits (4.82 MB at n = 2^16 up to 1,229 MB at 2^24), which the unit
-//! test `cm20_table2_kkrt_receiver_column` reproduces from [`code_blocks`].
+//! test `cm20_table2_kkrt_receiver_column` reproduces from [`code_blocks`]. At κ = 80 (PSZ14
+//! Tab. 2's short-term level) the bound gives 334 bits at E = 3·2^32, so w = 3 (k = 384).
 //!
 //! **Hash.** H(i, x) = SHA-256(D ‖ le64(i) ‖ x) truncated to 128 bits (see `RowHash` in
 //! `wide.rs`: two SHA-256 compressions for k = 512), modelled as a random oracle as in
@@ -141,10 +142,11 @@ fn search_code_len(kappa: u32, lambda: u32, evaluations: u64) -> usize {
     k as usize
 }
 
-/// The code width in 128-bit blocks for κ = 128, statistical security `lambda` and at most
-/// `evaluations` sender evaluations: ⌈[`min_code_len`] / 128⌉.
-pub fn code_blocks(lambda: u32, evaluations: u64) -> usize {
-    min_code_len(KAPPA as u32, lambda, evaluations).div_ceil(128)
+/// The code width in 128-bit blocks for computational security `kappa` (capped at 128: the
+/// base OTs, the PRGs and the code's AES keys are 128-bit), statistical security `lambda` and
+/// at most `evaluations` sender evaluations: ⌈[`min_code_len`] / 128⌉.
+pub fn code_blocks(kappa: u32, lambda: u32, evaluations: u64) -> usize {
+    min_code_len(kappa.min(KAPPA as u32), lambda, evaluations).div_ceil(128)
 }
 
 /// The pseudorandom code C(y) = AES_{K_1}(y) ‖ … ‖ AES_{K_w}(y).
@@ -491,11 +493,14 @@ mod tests {
             .collect();
         assert_eq!(k, [415, 423, 431, 439, 447, 454, 462]);
         for l in [8u32, 16, 20, 24, 32] {
-            assert_eq!(code_blocks(40, 3 << l), DEFAULT_CODE_BLOCKS);
+            assert_eq!(code_blocks(128, 40, 3 << l), DEFAULT_CODE_BLOCKS);
         }
         // Larger λ needs a wider code, never a narrower one.
         assert_eq!(min_code_len(128, 80, 3 << 32), 531);
-        assert_eq!(code_blocks(80, 3 << 32), 5);
+        assert_eq!(code_blocks(128, 80, 3 << 32), 5);
+        // κ = 80: Hamming distance 80 needs 334 bits, three blocks.
+        assert_eq!(min_code_len(80, 40, 3 << 32), 334);
+        assert_eq!(code_blocks(80, 40, 3 << 32), 3);
         assert!(min_code_len(128, 41, 3 << 20) >= min_code_len(128, 40, 3 << 20));
     }
 
@@ -523,7 +528,7 @@ mod tests {
         ];
         for (l, want) in printed {
             let n = 1u64 << l;
-            let k = 128 * code_blocks(40, 3 * n) as u64;
+            let k = 128 * code_blocks(128, 40, 3 * n) as u64;
             let mib = 1.2 * n as f64 * k as f64 / 8.0 / f64::from(1u32 << 20);
             assert!(
                 (mib - want).abs() / want < 0.005,

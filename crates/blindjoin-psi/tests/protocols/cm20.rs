@@ -10,7 +10,7 @@ use blindjoin_core::Error;
 use blindjoin_core::item::items_from_records;
 use blindjoin_psi::protocol::Sizes;
 use blindjoin_psi::protocols::cm20;
-use blindjoin_psi::{Party, Protocol};
+use blindjoin_psi::{Party, Protocol, RunOptions};
 use blindjoin_testkit::{Attack, Target, oracle, sets_with_overlap};
 
 static P: &Protocol = &cm20::PROTOCOL;
@@ -61,6 +61,36 @@ fn communication_at_table_2_size() {
     let paper_mib = 87.6;
     let ratio = total as f64 / (paper_mib * f64::from(1u32 << 20));
     assert!((1.0..1.001).contains(&ratio), "{ratio}");
+}
+
+#[test]
+fn kappa_80_narrows_the_matrix() {
+    // d = κ = 80: w = 446 columns at n = 2^20 instead of 621, the Δ traffic in proportion.
+    let n = 1u64 << 20;
+    let sizes = Sizes {
+        kappa: 80,
+        ..Sizes::new(n, n)
+    };
+    let traffic = (P.traffic)(&sizes).unwrap();
+    let bytes = |name: &str| traffic.iter().find(|(m, _)| *m == name).unwrap().1;
+    assert_eq!(bytes(cm20::MSG_DELTA), 446 * ((n / 8) + 4));
+    // Real runs at κ = 80 hold to that formula message by message (base OTs included in the
+    // second) and give the exact indices.
+    let at80 = RunOptions {
+        kappa: 80,
+        ..fast()
+    };
+    common::check_exact(P, (5_000, 4_000, 1_500), 320, &at80, false);
+    common::check_exact(
+        P,
+        (10, 10, 3),
+        321,
+        &RunOptions {
+            kappa: 80,
+            ..common::real()
+        },
+        true,
+    );
 }
 
 fn attack_receiver(target: Target, attack: Attack) -> (Outcome, Vec<usize>) {

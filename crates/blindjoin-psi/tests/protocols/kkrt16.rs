@@ -56,3 +56,42 @@ fn long_tags_are_compared_whole() {
     so.unwrap();
     assert_eq!(ro.unwrap().indices, expected);
 }
+
+#[test]
+fn kappa_80_narrows_the_code_to_three_blocks() {
+    // PSZ14 Tab. 2's 80-bit level: Hamming distance 80 over 3·2^32 evaluations needs 334 code
+    // bits (`kkrt::min_code_len`), three AES blocks: 384 bits of u columns per bin instead of
+    // 512, which the traffic check of `check_exact` holds the metered run to.
+    let at80 = RunOptions {
+        kappa: 80,
+        ..common::fast()
+    };
+    let code_bits = |o: &RunOptions| {
+        (P.params)(o)
+            .into_iter()
+            .find(|(k, _)| k == "code_bits")
+            .map(|(_, v)| v)
+    };
+    assert_eq!(code_bits(&at80).as_deref(), Some("384"));
+    assert_eq!(code_bits(&common::fast()).as_deref(), Some("512"));
+    common::check_exact(P, (3_000, 2_500, 1_111), 120, &at80, false);
+    common::check_exact(
+        P,
+        (10, 10, 3),
+        121,
+        &RunOptions {
+            kappa: 80,
+            ..common::real()
+        },
+        true,
+    );
+    // Both parties must ask for the same level.
+    let (r, s, _) = common::small_sets();
+    let (ro, so) = common::run(P, &r, &s, &at80, &common::fast());
+    for e in [ro.unwrap_err(), so.unwrap_err()] {
+        assert!(
+            field_of(&e) == Some("kappa") || e.to_string().contains("kappa"),
+            "{e}"
+        );
+    }
+}

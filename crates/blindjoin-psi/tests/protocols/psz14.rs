@@ -49,6 +49,25 @@ fn exact_indices() {
     common::exact_suite(P, &extra, 200);
 }
 
+#[test]
+fn kappa_80_runs_the_same_code() {
+    // The Walsh-Hadamard code of length 256 has distance 128 ≥ κ at both of PSZ14 Tab. 2's
+    // levels: κ = 80 gives the exact indices with the same traffic formula as κ = 128.
+    let at80 = blindjoin_psi::RunOptions {
+        kappa: 80,
+        ..common::fast()
+    };
+    common::check_exact(P, (3_000, 2_000, 777), 230, &at80, false);
+    let sizes = |kappa| blindjoin_psi::protocol::Sizes {
+        kappa,
+        ..blindjoin_psi::protocol::Sizes::new(1 << 16, 1 << 16)
+    };
+    assert_eq!(
+        (P.traffic)(&sizes(80)).unwrap(),
+        (P.traffic)(&sizes(128)).unwrap()
+    );
+}
+
 fn random_items(n: usize, seed: u64) -> Vec<Item> {
     let mut r = rng(seed);
     (0..n).map(|_| Item(r.random())).collect()

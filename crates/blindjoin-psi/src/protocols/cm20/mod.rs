@@ -66,9 +66,12 @@
 //!   receiver's) set size: m follows the receiver's set, the sender's size enters w only through
 //!   the union bound. §4.1 takes m = n1 = n2 = n; at the powers of two of Table 1 ours is the
 //!   same m.
-//! - w: the least w ≥ d with n_S · Σ_{k<d} C(w,k) p^k (1−p)^{w−k} ≤ 2^-λ (§3.3), d = κ = 128
-//!   and σ = λ (§4.1: d = 128, σ = 40). This gives Table 1 exactly: 609, 615, 621, 627, 633 for
-//!   n = m = 2^16…2^24, and 717, 571, 349 for m = 0.9n, 1.1n, 2n at n = 2^24 (unit test).
+//! - w: the least w ≥ d with n_S · Σ_{k<d} C(w,k) p^k (1−p)^{w−k} ≤ 2^-λ (§3.3), d = κ and
+//!   σ = λ (§4.1: d = 128, σ = 40). This gives Table 1 exactly: 609, 615, 621, 627, 633 for
+//!   n = m = 2^16…2^24, and 717, 571, 349 for m = 0.9n, 1.1n, 2n at n = 2^24 (unit test). At
+//!   κ = 80 (PSZ14 Tab. 2's short-term level; CM20 fix d = 128 only) the same rule gives 436,
+//!   446 and 457 columns at 2^16, 2^20 and 2^24. κ = 192 and 256 are refused: the base OTs
+//!   (Ristretto255), F's AES and the PRGs give 128 bits.
 //! - ℓ1 = 256 (§4.1); ℓ2 = λ + ⌈log2(n_R·n_S)⌉ bits, sent as ⌈ℓ2/8⌉ bytes
 //!   (`params::tag_bytes`; §3.3's semi-honest σ + log(n1·n2)).
 //!
@@ -167,7 +170,7 @@ pub static PROTOCOL: Protocol = Protocol {
     security: Security::SemiHonest,
     assumptions: "Chou-Orlandi base OTs (CDH), AES as a PRF, random-oracle hashes; CM20's one-sided malicious variant is not claimed",
     roles: PSI_ROLES,
-    kappa: &[128],
+    kappa: &[80, 128],
     params: |o| params(o.kappa, o.base_ot),
     // hello ‖ hello; verdict ‖ verdict; setup + base-OT S; base-OT R_j; PRF key + Δ columns;
     // OPRF values.
@@ -524,6 +527,21 @@ mod tests {
         let n = 1u64 << 24;
         for (m, want) in [(n * 9 / 10, 717), (n * 11 / 10, 571), (2 * n, 349)] {
             assert_eq!(width(128, 40, m, n, n), Some(want), "m = {m}");
+        }
+    }
+
+    #[test]
+    fn width_at_kappa_80() {
+        // d = κ = 80 (PSZ14 Tab. 2's SYM column at 80-bit security), the rule of Table 1;
+        // values from the same sum in 50-digit arithmetic (mpmath).
+        for (log_n, want) in [(16, 436), (20, 446), (24, 457)] {
+            let n = 1u64 << log_n;
+            assert_eq!(width(80, 40, n, n, n), Some(want), "n = m = 2^{log_n}");
+        }
+        for kappa in PROTOCOL.kappa {
+            let p = Params::new(*kappa, 40, 1 << 20, 1 << 20).unwrap();
+            assert!(p.w >= *kappa as usize);
+            assert!(params(*kappa, BaseOt::default()).contains(&("d".into(), kappa.to_string())));
         }
     }
 

@@ -29,8 +29,12 @@
 //! overlaps the receiver's; its tags go out only when all are computed, in a random order per
 //! set, so a tag's position says nothing about its item's bin.
 //!
-//! **Parameters.** Code width k = 128·`kkrt::code_blocks(λ, 3·2^32)` (512 bits for λ = 40: the
-//! width KKRT16 uses, see `blindjoin_ot::ext::kkrt`); b = ⌈e(n1, λ)·n1⌉ with e from the fitted
+//! **Parameters.** Code width k = 128·`kkrt::code_blocks(κ, λ, 3·2^32)`: the least whole
+//! number of AES blocks whose random code has Hamming distance ≥ κ between the receiver's input
+//! and each of the sender's evaluations except with probability 2^-λ (512 bits at κ = 128,
+//! λ = 40: the width KKRT16 uses, see `blindjoin_ot::ext::kkrt`; 384 bits at κ = 80, PSZ14
+//! Tab. 2's short-term level). κ = 192 and 256 are refused: the base OTs (Ristretto255), the
+//! PRGs and the code's AES keys give 128 bits. b = ⌈e(n1, λ)·n1⌉ with e from the fitted
 //! stash-less bound of Pinkas, Schneider, Weinert, Wieder (Eurocrypt 2018), about 1.54 at
 //! n1 = 2^20 and λ = 40 (`hashing` module doc).
 //!
@@ -81,8 +85,8 @@ pub static PROTOCOL: Protocol = Protocol {
     security: Security::SemiHonest,
     assumptions: "OT extension on Chou-Orlandi base OTs (CDH), random-oracle hash",
     roles: PSI_ROLES,
-    kappa: &[128],
-    params: |o| params(o.lambda, o.base_ot),
+    kappa: &[80, 128],
+    params: |o| params(o.kappa, o.lambda, o.base_ot),
     // hello ‖ hello; verdict ‖ verdict; bins + base-OT S; base-OT R_i; u columns; tags.
     flights: 6,
     flow: &[
@@ -100,7 +104,7 @@ pub static PROTOCOL: Protocol = Protocol {
 /// instances (k bits each), and three sets of n2 tags in frames of 2^14.
 fn traffic(s: &Sizes) -> Result<Traffic> {
     let bins = CuckooParams::kkrt(set_size(s.n_recv)?, s.lambda)?.num_bins();
-    let width = code_width(s.lambda);
+    let width = code_width(s.kappa, s.lambda);
     let tag_len = tag_len(s.lambda, s.n_recv, s.n_send)?;
     let [base_s, base_r] = traffic::co15(128 * width);
     Ok(vec![
@@ -124,17 +128,17 @@ pub const MSG_SETUP: &str = "the receiver's bin count";
 /// Name of the sender's three sets of OPRF tags.
 pub const MSG_TAGS: &str = "the sender's OPRF tags";
 
-/// The code width in blocks for statistical security λ, for any set size the handshake admits
-/// (3·2^32 sender evaluations).
-pub(crate) fn code_width(lambda: u32) -> usize {
-    code_blocks(lambda, 3u64 << 32)
+/// The code width in blocks for the level κ and statistical security λ, for any set size the
+/// handshake admits (3·2^32 sender evaluations).
+pub(crate) fn code_width(kappa: u32, lambda: u32) -> usize {
+    code_blocks(kappa, lambda, 3u64 << 32)
 }
 
 /// The handshake parameters.
-pub(crate) fn params(lambda: u32, base_ot: BaseOt) -> Vec<(String, String)> {
+pub(crate) fn params(kappa: u32, lambda: u32, base_ot: BaseOt) -> Vec<(String, String)> {
     vec![
         ("oprf".into(), "kkrt16".into()),
-        ("code_bits".into(), (128 * code_width(lambda)).to_string()),
+        ("code_bits".into(), (128 * code_width(kappa, lambda)).to_string()),
         ("cuckoo".into(), "3-hash/no-stash/psww18".into()),
         ("base_ot".into(), base_ot.name().into()),
     ]

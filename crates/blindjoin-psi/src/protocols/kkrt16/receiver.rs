@@ -34,7 +34,7 @@ pub fn receive<C: Channel + ?Sized>(
 
     let mut oprf = KkrtReceiver::setup(
         &mut run.base_ot(),
-        code_width(run.session.lambda),
+        code_width(run.session.kappa, run.session.lambda),
         ch,
         &run.session.id,
         rng,

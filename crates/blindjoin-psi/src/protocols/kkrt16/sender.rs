@@ -44,7 +44,7 @@ pub fn send<C: Channel + ?Sized>(
 
     let mut oprf = KkrtSender::setup(
         &mut run.base_ot(),
-        code_width(run.session.lambda),
+        code_width(run.session.kappa, run.session.lambda),
         ch,
         &run.session.id,
         rng,

@@ -61,6 +61,10 @@
 //!   probability is at most (s+2)·2^-λ.
 //! - KK13 with η = 8: κ' = 256 bits of u columns per OT (PSZ Tab. 9: 0.25·κσ bits per item and
 //!   σ bits), (b+s)·t OTs in all.
+//! - κ ∈ {80, 128} (PSZ14 Tab. 2's two levels, both measured in PSZ Tab. 5): the
+//!   Walsh-Hadamard code of length 2^η = 256 has distance 128 ≥ κ at both, so the run is the
+//!   same at 80 as at 128 (PSZ's κ = 80 rows use the same code). κ = 192 and 256 are refused:
+//!   the base OTs (Ristretto255), the PRGs and the hashes' AES keys give 128 bits.
 //!
 //! **Cost.** R sends (b+s)·t·256 bits of u columns (plus one partial 128-row block per chunk and
 //! the base OTs), S sends 2·n2·ℓ2 + s·n2·ℓ1 bits of masks: PSZ Tab. 4's Cuckoo row,
@@ -156,7 +160,7 @@ pub static PROTOCOL: Protocol = Protocol {
     security: Security::SemiHonest,
     assumptions: "KK13 1-out-of-256 OT extension on Chou-Orlandi base OTs (CDH), random-oracle hashes",
     roles: PSI_ROLES,
-    kappa: &[128],
+    kappa: &[80, 128],
     params: |o| params(o.base_ot),
     // hello ‖ hello; verdict ‖ verdict; table parameters + base-OT S; base-OT R_i; u columns;
     // masks.
