@@ -17,8 +17,9 @@
 //!
 //! Every entry point checks once per process ([`simd_available`]) whether the CPU has
 //! AVX-512F, AVX-512 IFMA, AVX-512VL and AVX-512DQ and then runs the eight-lane engine;
-//! otherwise, and on other architectures, it runs `p256`'s own functions point by point (with
-//! one inversion per call for the encodings).
+//! otherwise, on other architectures, and when the environment variable
+//! `BLINDJOIN_P256_PORTABLE` is set to a non-empty value, it runs `p256`'s own functions point
+//! by point (with one inversion per 64 points for the encodings).
 //!
 //! # Why eight lanes
 //!
@@ -130,20 +131,25 @@ pub fn decompress_mul_compress(points: &[u8], k: &Scalar, out: &mut Vec<u8>) -> 
     decompress_mul_compress_with(points, k, out, simd_available())
 }
 
-/// Whether the eight-lane engine runs on this CPU: it has AVX-512F, AVX-512 IFMA, AVX-512VL
-/// and AVX-512DQ (detected once per process).
+/// Whether the eight-lane engine runs: the CPU has AVX-512F, AVX-512 IFMA, AVX-512VL and
+/// AVX-512DQ, and the environment variable `BLINDJOIN_P256_PORTABLE` is unset or empty
+/// (decided once per process). Setting it runs `p256`'s own arithmetic instead, which gives the
+/// same bytes: for measuring the two paths with one binary.
 pub fn simd_available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
     *AVAILABLE.get_or_init(|| {
+        let portable = std::env::var_os("BLINDJOIN_P256_PORTABLE").is_some_and(|v| !v.is_empty());
         #[cfg(target_arch = "x86_64")]
         {
-            std::is_x86_feature_detected!("avx512f")
+            !portable
+                && std::is_x86_feature_detected!("avx512f")
                 && std::is_x86_feature_detected!("avx512ifma")
                 && std::is_x86_feature_detected!("avx512vl")
                 && std::is_x86_feature_detected!("avx512dq")
         }
         #[cfg(not(target_arch = "x86_64"))]
         {
+            let _ = portable;
             false
         }
     })
