@@ -23,6 +23,22 @@ pub fn co15(n: usize) -> [(&'static str, u64); 2] {
     ]
 }
 
+/// The Chou-Orlandi base OT on a NIST curve ([`crate::base::nist`]) for `n` OTs with points of
+/// `point_len` bytes: the sender's point S and the receiver's points R_i in one frame each;
+/// nothing at all for n = 0.
+pub fn co15_nist(n: usize, point_len: usize) -> [(&'static str, u64); 2] {
+    if n == 0 {
+        return [(MSG_SENDER_POINT, 0), (MSG_RECEIVER_POINTS, 0)];
+    }
+    [
+        (MSG_SENDER_POINT, (point_len + FRAME_HEADER_LEN) as u64),
+        (
+            MSG_RECEIVER_POINTS,
+            (n * point_len + FRAME_HEADER_LEN) as u64,
+        ),
+    ]
+}
+
 /// The u columns of one extension call of `m` OTs with `columns` base OTs (κ, κ' or k): one
 /// frame of `columns · row_bytes(len)` bytes per chunk of at most [`CHUNK`] OTs.
 pub fn u_columns(m: usize, columns: usize) -> u64 {

@@ -113,6 +113,7 @@
 mod chou_orlandi;
 #[cfg(feature = "ideal-base-ot")]
 pub mod ideal;
+pub mod nist;
 
 pub use chou_orlandi::{ChouOrlandiReceiver, ChouOrlandiSender};
 

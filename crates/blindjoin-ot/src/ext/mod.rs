@@ -1,7 +1,8 @@
 //! OT extension: 1-out-of-2 IKNP with the ALSZ optimisations (semi-honest, [`iknp`]) and the
 //! KOS consistency check (malicious receiver, [`kos`]), both behind the role traits
 //! [`RandomOtSender`] / [`RandomOtReceiver`]; KK13 1-out-of-2^η OT ([`kk13`]) and the KKRT16
-//! batched OPRF ([`kkrt`]), which share the wide-row core of `wide.rs`.
+//! batched OPRF ([`kkrt`]), which share the wide-row core of `wide.rs`; and IKNP at κ = 192 and
+//! 256 on that core ([`high`]: 256 columns, base OTs on P-384/P-521, AES-256 PRGs, SHA-384/512).
 //!
 //! **Lifecycle (typestate).** Every extension type is created only by its `setup`
 //! (`IknpSender::setup(base, ch, sid, rng)`, `Kk13Sender::setup(base, eta, ch, sid, rng)`, …),
@@ -41,6 +42,7 @@
 //! from chunk to chunk, so the value one setup returns serves any number of OTs, processed in
 //! chunks of at most [`CHUNK`] OTs with memory bounded by the chunk.
 
+pub mod high;
 pub mod iknp;
 pub mod kk13;
 pub mod kkrt;

@@ -22,7 +22,7 @@
 
 use super::{CHUNK, grow_wiping, row_bytes, seed_prg_pairs, seed_prgs};
 use crate::base::{BaseOtReceiver, BaseOtSender};
-use blindjoin_core::channel::Channel;
+use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
 use blindjoin_core::prefix_hash::{HashScratch, PrefixHash};
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::transpose::transpose_128xn;
@@ -206,19 +206,32 @@ pub(crate) fn rows_to_columns(codes: &[Block], width: usize, rb: usize, cols: &m
     tile.zeroize();
 }
 
+/// The column PRG G of the core: AES-128 in counter mode ([`AesPrg`]) under 128-bit base-OT
+/// keys, AES-256 ([`super::high::Aes256Prg`]) under the 256-bit keys of κ = 192 and 256.
+pub(crate) trait ColumnPrg {
+    /// The next `out.len()` bytes of the stream.
+    fn fill_bytes(&mut self, out: &mut [u8]);
+}
+
+impl ColumnPrg for AesPrg {
+    fn fill_bytes(&mut self, out: &mut [u8]) {
+        AesPrg::fill_bytes(self, out);
+    }
+}
+
 /// The extension sender's side of the core after setup.
-pub(crate) struct WideSender {
+pub(crate) struct WideSender<P = AesPrg> {
     width: usize,
     /// s as w blocks.
     s: Vec<Block>,
-    prgs: Vec<AesPrg>,
+    prgs: Vec<P>,
     next_index: u64,
     /// One chunk's q columns, reused.
     cols: Vec<u8>,
     tiles: Vec<Block>,
 }
 
-impl Drop for WideSender {
+impl<P> Drop for WideSender<P> {
     fn drop(&mut self) {
         self.s.zeroize();
         self.cols.zeroize();
@@ -227,7 +240,7 @@ impl Drop for WideSender {
 }
 
 /// s and the buffers are wiped by `Drop`; the PRGs wipe their own keys.
-impl ZeroizeOnDrop for WideSender {}
+impl<P: ZeroizeOnDrop> ZeroizeOnDrop for WideSender<P> {}
 
 impl WideSender {
     /// Runs the 128·`width` base OTs as their receiver with a random s.
@@ -256,6 +269,29 @@ impl WideSender {
         sender.prgs = seed_prgs(base, ch, sid, &choices, rng)?;
         Ok(sender)
     }
+}
+
+impl<P: ColumnPrg> WideSender<P> {
+    /// The core of a sender whose s (`width` blocks) and PRGs G(k_j^{s_j}) (one per bit of s)
+    /// come from base OTs run by the caller.
+    pub(crate) fn from_parts(s: Vec<Block>, prgs: Vec<P>) -> Result<Self> {
+        let width = s.len();
+        check_width(width)?;
+        if prgs.len() != 128 * width {
+            return Err(Error::InvalidParam {
+                field: "base OT",
+                reason: format!("{} PRGs for {} columns", prgs.len(), 128 * width),
+            });
+        }
+        Ok(WideSender {
+            width,
+            s,
+            prgs,
+            next_index: 0,
+            cols: Vec::new(),
+            tiles: Vec::new(),
+        })
+    }
 
     /// The sender's secret s (w blocks).
     pub(crate) fn s(&self) -> &[Block] {
@@ -265,7 +301,7 @@ impl WideSender {
     /// Receives the u columns of `m` OTs (one frame per chunk of ≤ [`CHUNK`], each exactly
     /// 128·w·row_bytes bytes, else `Err(Malformed)` naming `what`) and appends the rows q_i to
     /// `rows`. Returns the global index of the first OT.
-    pub(crate) fn extend<C: Channel + ?Sized>(
+    pub(crate) fn extend<C: FrameReceiver + ?Sized>(
         &mut self,
         ch: &mut C,
         m: usize,
@@ -308,9 +344,9 @@ impl WideSender {
 }
 
 /// The extension receiver's side of the core after setup.
-pub(crate) struct WideReceiver {
+pub(crate) struct WideReceiver<P = AesPrg> {
     width: usize,
-    prgs: Vec<[AesPrg; 2]>,
+    prgs: Vec<[P; 2]>,
     next_index: u64,
     /// One chunk's t and u columns and one column of G(k_j^1), reused.
     t: Vec<u8>,
@@ -319,7 +355,7 @@ pub(crate) struct WideReceiver {
     tiles: Vec<Block>,
 }
 
-impl Drop for WideReceiver {
+impl<P> Drop for WideReceiver<P> {
     fn drop(&mut self) {
         self.t.zeroize();
         self.u.zeroize();
@@ -329,7 +365,7 @@ impl Drop for WideReceiver {
 }
 
 /// The buffers are wiped by `Drop`; the PRGs wipe their own keys.
-impl ZeroizeOnDrop for WideReceiver {}
+impl<P: ZeroizeOnDrop> ZeroizeOnDrop for WideReceiver<P> {}
 
 impl WideReceiver {
     /// Runs the 128·`width` base OTs as their sender.
@@ -352,12 +388,35 @@ impl WideReceiver {
             tiles: Vec::new(),
         })
     }
+}
+
+impl<P: ColumnPrg> WideReceiver<P> {
+    /// The core of a receiver whose PRG pairs (G(k_j^0), G(k_j^1)), 128·w of them, come from
+    /// base OTs run by the caller.
+    pub(crate) fn from_parts(width: usize, prgs: Vec<[P; 2]>) -> Result<Self> {
+        check_width(width)?;
+        if prgs.len() != 128 * width {
+            return Err(Error::InvalidParam {
+                field: "base OT",
+                reason: format!("{} PRG pairs for {} columns", prgs.len(), 128 * width),
+            });
+        }
+        Ok(WideReceiver {
+            width,
+            prgs,
+            next_index: 0,
+            t: Vec::new(),
+            u: Vec::new(),
+            g1: Vec::new(),
+            tiles: Vec::new(),
+        })
+    }
 
     /// Extends `m` OTs: for each chunk `[start, start + len)` of ≤ [`CHUNK`] OTs, `code(start,
     /// len, rb, cols)` must overwrite `cols` (128·w columns of `rb` bytes) with the columns of
     /// the chunk's codewords; the u columns are sent as message `what` and the rows t_i
     /// appended to `rows`. Returns the global index of the first OT.
-    pub(crate) fn extend<C: Channel + ?Sized>(
+    pub(crate) fn extend<C: FrameSender + ?Sized>(
         &mut self,
         ch: &mut C,
         m: usize,

@@ -138,3 +138,104 @@ fn tampered_strings_and_columns_give_a_subset_and_bad_frames_are_refused() {
     let ((_, so), _) = attack_receiver(Target::first(iknp::MSG_U_COLUMNS), Attack::DropTail(16));
     assert_malformed(&so.unwrap_err());
 }
+
+/// Options at level `kappa`.
+fn at_kappa(kappa: u32) -> RunOptions {
+    RunOptions {
+        kappa,
+        ..common::real()
+    }
+}
+
+#[test]
+fn kappa_192_and_256_run_on_p384_and_p521() {
+    // DCW13 Tab. 2, "Ours": k = κ hash functions, base OTs on P-384 / P-521, SHA-384 / SHA-512
+    // for the OT; the traffic, base OTs included, equals the formula.
+    for (kappa, cases) in [
+        (192, [(300, 200, 77), (0, 5, 0)]),
+        (256, [(150, 400, 41), (1, 1, 1)]),
+    ] {
+        for (i, case) in cases.into_iter().enumerate() {
+            common::check_exact(P, case, 60 + i as u64, &at_kappa(kappa), true);
+        }
+    }
+    let params: Vec<(String, String)> = (P.params)(&at_kappa(256));
+    let get = |k: &str| params.iter().find(|(n, _)| n == k).unwrap().1.clone();
+    assert_eq!(get("base_ot"), "co15-p-521");
+    assert_eq!(get("ot"), "iknp-alsz/x0=0/256 columns/aes256/sha-512");
+    let params: Vec<(String, String)> = (P.params)(&at_kappa(192));
+    assert_eq!(
+        params.iter().find(|(n, _)| n == "base_ot").unwrap().1,
+        "co15-p-384"
+    );
+}
+
+#[test]
+fn communication_at_kappa_256() {
+    // R sends m·256 bits of u columns (256 base OTs' columns), S m·ℓ bits; the base OTs are one
+    // P-521 point from R and 256 from S, 67 bytes each.
+    let n = 1u64 << 12;
+    let sizes = Sizes {
+        n_recv: n,
+        n_send: n,
+        kappa: 256,
+        lambda: 40,
+    };
+    let t = (P.traffic)(&sizes).unwrap();
+    let get = |name: &str| t.iter().find(|(m, _)| *m == name).unwrap().1;
+    let m = bloom_bits(256, n);
+    assert_eq!(m, 1_509_952);
+    let chunks = m.div_ceil(1 << 16);
+    let pad = m.next_multiple_of(128) - m;
+    assert_eq!(
+        get(iknp::MSG_U_COLUMNS),
+        (m + pad) * 32 + chunks * FRAME_HEADER_LEN as u64
+    );
+    let h = FRAME_HEADER_LEN as u64;
+    assert_eq!(get(blindjoin_ot::base::MSG_SENDER_POINT), 67 + h);
+    assert_eq!(get(blindjoin_ot::base::MSG_RECEIVER_POINTS), 256 * 67 + h);
+}
+
+#[test]
+fn bad_base_ot_points_at_kappa_256_are_refused_naming_the_element() {
+    use blindjoin_ot::base::{MSG_RECEIVER_POINTS, MSG_SENDER_POINT};
+    let opts = at_kappa(256);
+    // The sender's R_i (it is the base OTs' receiver): all zero, so element 0 is no point.
+    let ((ro, so), _) = common::attacked(
+        P,
+        Party::Sender,
+        Target::first(MSG_RECEIVER_POINTS),
+        Attack::Replace(vec![0; 256 * 67]),
+        &opts,
+    );
+    let e = ro.unwrap_err();
+    assert_malformed(&e);
+    assert!(
+        e.to_string()
+            .contains("element 0 is not a valid P-521 point"),
+        "{e}"
+    );
+    assert!(so.is_err());
+    // Cut short: refused by length.
+    let ((ro, _), _) = common::attacked(
+        P,
+        Party::Sender,
+        Target::first(MSG_RECEIVER_POINTS),
+        Attack::Truncate(5 * 67 + 10),
+        &opts,
+    );
+    assert_malformed(&ro.unwrap_err());
+    // The receiver's S with an invalid prefix byte.
+    let mut bad = vec![0x04u8];
+    bad.extend_from_slice(&[1; 66]);
+    let ((_, so), _) = common::attacked(
+        P,
+        Party::Receiver,
+        Target::first(MSG_SENDER_POINT),
+        Attack::Replace(bad),
+        &opts,
+    );
+    let e = so.unwrap_err();
+    assert_malformed(&e);
+    assert!(e.to_string().contains("P-521"), "{e}");
+}

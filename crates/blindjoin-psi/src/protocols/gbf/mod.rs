@@ -12,7 +12,9 @@
 //!
 //! **Security model.** Semi-honest receiver and sender (DCW13 §3.5, Thm 7), static corruption;
 //! the hash functions are random oracles (keyed fixed-key AES, as for the OT extension), the OT
-//! extension is IKNP/ALSZ on Chou-Orlandi base OTs (CDH). The sender learns n1; the receiver
+//! extension is IKNP/ALSZ on Chou-Orlandi base OTs (CDH): 128 columns on Ristretto255 at
+//! κ = 80 and 128; at κ = 192 and 256 DCW13 Tab. 2's primitives, base OTs on P-384 / P-521 and
+//! the OT hash SHA-384 / SHA-512, with AES-256 column PRGs (`blindjoin_ot::ext::high`). The sender learns n1; the receiver
 //! learns n2 and the intersection, as indices of its own items. As DCW13 Thm 4 states, the
 //! receiver's view is simulated with a GBF of the intersection up to 2·d·ε, d the sender's items
 //! outside the intersection and ε = 2^-k the Bloom filter's false-positive rate.
@@ -25,7 +27,8 @@
 //! hello ‖ hello; verdict ‖ verdict                  (handshake: n1, n2, κ, λ, the rules below)
 //! R → S: (m, k, ℓ)   and   S → R: (m, k, ℓ)         (each checks the other's; a difference names
 //!                                                    the field)
-//! κ = 128 base OTs (CO15, R is the base-OT sender)   (2 flights)
+//! base OTs (CO15, R is the base-OT sender)          (2 flights; 128 on Ristretto255, or 256 on
+//!                                                    P-384 / P-521 at κ = 192 / 256)
 //! S: GBF_S over {enc(y)} (Alg. 1 on distinct positions)   R: BF_C over its items, chunk by chunk
 //! for each chunk of 2^16 positions i (pipelined: R runs up to 4 chunks ahead):
 //!   R → S: the IKNP u columns with choice bits BF_C[i]
@@ -36,7 +39,9 @@
 //! R: x ∈ C ∩ S iff acc[x] = enc(x) (QueryGBF, Alg. 2, on GBF^π = Alg. 3's output)
 //! ```
 //!
-//! **Parameters.**
+//! **Parameters** (κ ∈ {80, 128, 192, 256}; DCW13 Tab. 2 gives the primitives of each level,
+//! test `kappa_192_and_256_run_on_p384_and_p521` and `blindjoin_ot::ext::high`'s
+//! `levels_follow_dcw13_table_2`).
 //! - k = κ hash functions (DCW13 §4.3 step 1: "k is set to be the same as the security
 //!   parameter"; PSZ14 footnote 4: κ, not the statistical λ) and m = roundup8(⌈1.44·k·n⌉) with
 //!   n = max(n1, n2), the rule that reproduces DCW13 §6.2's example m = 120,795,960
@@ -48,7 +53,7 @@
 //!   up to whole bytes, at most 128. At n1 = n2 = 2^18 and λ = 40 that is 77 bits (10 bytes), at
 //!   2^20 81 bits (11 bytes).
 //!
-//! **Cost.** R sends m·κ bits of u columns and S m·ℓ bits of y values (PSZ14 Tab. 3, row "[19]
+//! **Cost.** R sends m·κ' bits of u columns (κ' = 128 at κ ≤ 128, 256 above) and S m·ℓ bits of y values (PSZ14 Tab. 3, row "[19]
 //! with OT of [1]": P2 mκ, P1 mλ, here with ℓ for λ), plus the κ base OTs and the two setup
 //! messages. PSZ14 Tab. 6's row "Garbled Bloom Filter" counts 2.88nκ(κ + λ) = 2m(κ + λ): the
 //! original IKNP, whose receiver sends two m×κ matrices, and both OT messages of ℓ = λ bits;
@@ -83,7 +88,11 @@
 //!    strings, so that the filter can be streamed without being stored (see Pipelining).
 //! 4. *OT extension hash* TCCR(i, ·) with the OT index as tweak (GKWY20) where DCW App. A writes
 //!    H(j, ·).
-//! 5. *Setup messages.* Both parties send (m, k, ℓ) after the handshake, so that a disagreement
+//! 5. *OT width.* At κ = 80 the extension keeps its 128 columns and 128-bit primitives (DCW13
+//!    Tab. 2 has P-192 and SHA-1 there); at κ = 192 it runs 256 columns, not 192 (the
+//!    transposition works on groups of 128), and Chou-Orlandi replaces DCW's Naor-Pinkas base
+//!    OT on the same curves.
+//! 6. *Setup messages.* Both parties send (m, k, ℓ) after the handshake, so that a disagreement
 //!    is reported naming the field, and so that S builds its filter (whose size follows R's
 //!    announced n1) only once R has sent something.
 //!
@@ -107,8 +116,12 @@ use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, tw
 use crate::protocols::common::{PSI_ROLES, PSZ14};
 use blindjoin_core::channel::{framed_bytes, msg_bytes};
 use blindjoin_core::Result;
-use blindjoin_ot::ext::iknp;
+use blindjoin_ot::ext::high::{self, HighReceiver, HighSender};
+use blindjoin_ot::ext::iknp::{self, IknpReceiver, IknpSender};
 use blindjoin_ot::{base, traffic};
+use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
+use crate::run::Run;
+use rand::CryptoRng;
 
 /// Protocol id in the handshake.
 pub const NAME: &str = "gbf";
@@ -139,8 +152,8 @@ pub static PROTOCOL: Protocol = Protocol {
     security: Security::SemiHonest,
     assumptions: "IKNP/ALSZ OT extension on Chou-Orlandi base OTs (CDH), hash functions as random oracles (fixed-key AES)",
     roles: PSI_ROLES,
-    kappa: &[80, 128],
-    params: |o| params(o.base_ot),
+    kappa: &[80, 128, 192, 256],
+    params: |o| params(o.kappa, o.base_ot),
     // hello ‖ hello; verdict ‖ verdict; setups + base-OT S; base-OT R_i; u columns; y values.
     flights: 6,
     flow: &[
@@ -175,11 +188,19 @@ pub(crate) fn filter_params(kappa: u32, lambda: u32, n1: u64, n2: u64) -> Result
     FilterParams::new(kappa, n1, n2, ell_bits(lambda, n1, n2) as usize / 8)
 }
 
-/// The handshake parameters: the rules both sides apply to the sizes.
-pub(crate) fn params(base_ot: BaseOt) -> Vec<(String, String)> {
+/// The handshake parameters: the rules both sides apply to the sizes, and the OT extension of
+/// the level.
+pub(crate) fn params(kappa: u32, base_ot: BaseOt) -> Vec<(String, String)> {
+    let (ot, base_ot) = match high::level(kappa) {
+        Some(l) => (
+            format!("iknp-alsz/x0=0/256 columns/aes256/{}", l.hash.to_lowercase()),
+            format!("co15-{}", l.curve.to_lowercase()),
+        ),
+        None => ("iknp-alsz/x0=0".into(), base_ot.name().into()),
+    };
     vec![
-        ("ot".into(), "iknp-alsz/x0=0".into()),
-        ("base_ot".into(), base_ot.name().into()),
+        ("ot".into(), ot),
+        ("base_ot".into(), base_ot),
         ("bloom".into(), "k=kappa/m=roundup8(ceil(1.44*k*max(n1,n2)))/distinct".into()),
         (
             "ell".into(),
@@ -188,20 +209,94 @@ pub(crate) fn params(base_ot: BaseOt) -> Vec<(String, String)> {
     ]
 }
 
-/// The bytes of each message: two setups, κ = 128 base OTs, m OTs of u columns in calls of
-/// 2^16, and m strings of ℓ bytes in one frame per chunk.
+/// The bytes of each message: two setups, the base OTs (128 on Ristretto255 at κ ≤ 128, 256 on
+/// P-384 or P-521 above), m OTs of u columns (128 or 256 of them) in calls of 2^16, and m
+/// strings of ℓ bytes in one frame per chunk.
 fn traffic(s: &Sizes) -> Result<Traffic> {
     let p = filter_params(s.kappa, s.lambda, s.n_recv, s.n_send)?;
     let setup = msg_bytes(&p.setup())?;
-    let [base_s, base_r] = traffic::co15(blindjoin_ot::ext::KAPPA);
+    let ([base_s, base_r], columns) = match high::level(s.kappa) {
+        Some(l) => (traffic::co15_nist(high::HIGH_COLUMNS, l.point_len), high::HIGH_COLUMNS),
+        None => (traffic::co15(blindjoin_ot::ext::KAPPA), blindjoin_ot::ext::KAPPA),
+    };
     Ok(vec![
         (MSG_RECEIVER_SETUP, setup),
         (MSG_SENDER_SETUP, setup),
         base_s,
         base_r,
-        (iknp::MSG_U_COLUMNS, traffic::u_columns(p.m as usize, blindjoin_ot::ext::KAPPA)),
+        (iknp::MSG_U_COLUMNS, traffic::u_columns(p.m as usize, columns)),
         (MSG_SHARES, framed_bytes(p.m, p.ell, CHUNK)),
     ])
+}
+
+/// The receiver's OT extension: IKNP with 128 columns at κ ≤ 128, the κ = 192/256 extension of
+/// `blindjoin_ot::ext::high` above.
+pub(crate) enum OtReceiver {
+    Standard(IknpReceiver),
+    High(HighReceiver),
+}
+
+impl OtReceiver {
+    /// Runs the base OTs of the run's level.
+    pub(crate) fn setup<C: Channel + ?Sized>(
+        run: &Run<'_>,
+        ch: &mut C,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Self> {
+        let (kappa, sid) = (run.session.kappa, run.session.id);
+        Ok(if high::level(kappa).is_some() {
+            OtReceiver::High(HighReceiver::setup(kappa, ch, &sid, rng)?)
+        } else {
+            OtReceiver::Standard(IknpReceiver::setup(&mut run.base_ot(), ch, &sid, rng)?)
+        })
+    }
+
+    /// x_i^1 where the packed bit i of `choices` is set, zero elsewhere.
+    pub(crate) fn receive_ones<C: FrameSender + ?Sized>(
+        &mut self,
+        tx: &mut C,
+        choices: &[u8],
+        out: &mut [Block],
+    ) -> Result<()> {
+        match self {
+            OtReceiver::Standard(ot) => ot.receive_ones(tx, choices, out),
+            OtReceiver::High(ot) => ot.receive_ones(tx, choices, out),
+        }
+    }
+}
+
+/// The sender's OT extension (see [`OtReceiver`]).
+pub(crate) enum OtSender {
+    Standard(IknpSender),
+    High(HighSender),
+}
+
+impl OtSender {
+    /// Runs the base OTs of the run's level.
+    pub(crate) fn setup<C: Channel + ?Sized>(
+        run: &Run<'_>,
+        ch: &mut C,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Self> {
+        let (kappa, sid) = (run.session.kappa, run.session.id);
+        Ok(if high::level(kappa).is_some() {
+            OtSender::High(HighSender::setup(kappa, ch, &sid, rng)?)
+        } else {
+            OtSender::Standard(IknpSender::setup(&mut run.base_ot(), ch, &sid, rng)?)
+        })
+    }
+
+    /// x_i^1 for every OT of `out`.
+    pub(crate) fn send_ones<C: FrameReceiver + ?Sized>(
+        &mut self,
+        rx: &mut C,
+        out: &mut [Block],
+    ) -> Result<()> {
+        match self {
+            OtSender::Standard(ot) => ot.send_ones(rx, None, out),
+            OtSender::High(ot) => ot.send_ones(rx, out),
+        }
+    }
 }
 
 /// π of the item encoding enc(x) = π(x) ⊕ x.

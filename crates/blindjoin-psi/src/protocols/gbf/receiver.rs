@@ -1,6 +1,6 @@
 //! The receiver's side of `gbf` (see the module doc for the message flow).
 
-use super::{MSG_RECEIVER_SETUP, MSG_SENDER_SETUP, MSG_SHARES, PROTOCOL, filter_params, encode, encoder};
+use super::{OtReceiver, MSG_RECEIVER_SETUP, MSG_SENDER_SETUP, MSG_SHARES, PROTOCOL, filter_params, encode, encoder};
 use crate::hashing::bloom::BloomPairs;
 use crate::protocols::common::{
     found_indices, pipelined, queue_closed, queue_frames, tag_from_bytes,
@@ -12,7 +12,6 @@ use blindjoin_core::channel::Channel;
 use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Error, Result};
-use blindjoin_ot::ext::iknp::IknpReceiver;
 use rand::CryptoRng;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -44,7 +43,7 @@ pub fn receive<C: Channel + ?Sized>(
     encode(&encoder(&run.session), &mut enc, p.ell);
     run.lap("hash");
 
-    let mut ot = IknpReceiver::setup(&mut run.base_ot(), ch, &run.session.id, rng)?;
+    let mut ot = OtReceiver::setup(&run, ch, rng)?;
     run.lap("base OT");
 
     let (m, ell, chunks) = (p.m, p.ell, p.chunks());

@@ -1,6 +1,6 @@
 //! The sender's side of `gbf` (see the module doc for the message flow).
 
-use super::{MSG_RECEIVER_SETUP, MSG_SENDER_SETUP, MSG_SHARES, PROTOCOL, filter_params, encode, encoder};
+use super::{OtSender, MSG_RECEIVER_SETUP, MSG_SENDER_SETUP, MSG_SHARES, PROTOCOL, filter_params, encode, encoder};
 use crate::hashing::bloom::GarbledBloomFilter;
 use crate::protocols::common::put_tag;
 use crate::protocols::filters::{self, CHUNK, chunk_len};
@@ -10,7 +10,6 @@ use blindjoin_core::channel::Channel;
 use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Result};
-use blindjoin_ot::ext::iknp::IknpSender;
 use rand::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
@@ -45,7 +44,7 @@ pub fn send<C: Channel + ?Sized>(
     drop((blocks, enc));
     run.lap("gbf");
 
-    let mut ot = IknpSender::setup(&mut run.base_ot(), ch, &run.session.id, rng)?;
+    let mut ot = OtSender::setup(&run, ch, rng)?;
     run.lap("base OT");
 
     let (ell, chunks) = (p.ell, p.chunks());
@@ -55,7 +54,7 @@ pub fn send<C: Channel + ?Sized>(
     for c in 0..chunks {
         let len = chunk_len(p.m, c);
         let first = (c * CHUNK) as u64;
-        ot.send_ones(ch, None, &mut ones[..len])?;
+        ot.send_ones(ch, &mut ones[..len])?;
         // y_i = GBF_S[i] ⊕ x_i^1, ℓ bytes each.
         values[..len]
             .par_chunks_mut(PAR_BATCH)
