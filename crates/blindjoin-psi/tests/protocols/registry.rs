@@ -293,6 +293,63 @@ fn garbage_hello_is_refused() {
     }
 }
 
+#[test]
+fn security_levels_follow_psz14_and_dcw13_table_2() {
+    // The levels each protocol offers (anything else is refused naming them, test above).
+    let levels: Vec<(&str, &[u32])> = protocols::ALL.iter().map(|p| (p.name, p.kappa)).collect();
+    let want: &[(&str, &[u32])] = &[
+        ("rsa_blind", &[80, 128, 192, 256]),
+        ("dh_ffc", &[80, 128, 192]),
+        ("ecdh_nist", &[128, 192, 256]),
+        ("gbf", &[80, 128, 192, 256]),
+        ("rgbf", &[80, 128]),
+        ("psz14", &[80, 128]),
+        ("kkrt16", &[80, 128]),
+        ("cm20", &[80, 128]),
+        ("ecdh", &[128]),
+    ];
+    for (name, kappa) in want {
+        assert!(levels.contains(&(name, kappa)), "{name}: {levels:?}");
+    }
+    // The group element the receiver sends per item, from the traffic formula at n = 2^12:
+    // PSZ14 Tab. 2's ρ (FFC and IFC: 1024 bits at κ = 80, 3072 at 128), DCW13 Tab. 2's for 192
+    // and 256 (RSA 7680 and 15360; for DH the next standard group, 8192, since none has 7680),
+    // and the NIST curves of DCW13 Tab. 2 (P-256 for PSZ14's K-283, P-384, P-521) compressed.
+    let rho_bytes = [
+        (&protocols::dh_ffc::PROTOCOL, 80, 128),
+        (&protocols::dh_ffc::PROTOCOL, 128, 384),
+        (&protocols::dh_ffc::PROTOCOL, 192, 1024),
+        (&protocols::rsa_blind::PROTOCOL, 80, 128),
+        (&protocols::rsa_blind::PROTOCOL, 128, 384),
+        (&protocols::rsa_blind::PROTOCOL, 192, 960),
+        (&protocols::rsa_blind::PROTOCOL, 256, 1920),
+        (&protocols::ecdh_nist::PROTOCOL, 128, 33),
+        (&protocols::ecdh_nist::PROTOCOL, 192, 49),
+        (&protocols::ecdh_nist::PROTOCOL, 256, 67),
+        (&protocols::ecdh::PROTOCOL, 128, 32),
+    ];
+    let n = 1u64 << 12;
+    for (p, kappa, bytes) in rho_bytes {
+        let t = (p.traffic)(&Sizes {
+            n_recv: n,
+            n_send: n,
+            kappa,
+            lambda: 40,
+        })
+        .unwrap();
+        let sent: u64 = t
+            .iter()
+            .filter(|(name, _)| {
+                p.flow
+                    .iter()
+                    .any(|f| f.name == *name && f.from == Party::Receiver)
+            })
+            .map(|(_, b)| b)
+            .sum();
+        assert_eq!(sent / n, bytes, "{p} at κ = {kappa}: {sent} bytes");
+    }
+}
+
 /// The registered two-party protocols (the server-aided ones have their own tests:
 /// `server_aided.rs`).
 fn two_party() -> impl Iterator<Item = &'static &'static Protocol> {
