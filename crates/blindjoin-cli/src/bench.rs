@@ -63,6 +63,11 @@ pub struct BenchArgs {
     /// Computational security parameter κ in bits (the protocol must offer it).
     #[arg(long, default_value_t = 128)]
     kappa: u32,
+    /// Seconds each party of a repetition may run and wait for its peer (`rsa_blind` at
+    /// κ = 256 needs more than the default: its key generation and 15360-bit signatures take
+    /// minutes).
+    #[arg(long, value_name = "SECONDS", default_value_t = 600)]
+    timeout: u64,
 }
 
 /// The connection a benchmark runs over.
@@ -409,6 +414,8 @@ fn one_rep(
         &overlap.to_string(),
         "--seed",
         &seed.to_string(),
+        "--timeout",
+        &a.timeout.to_string(),
     ]
     .iter()
     .map(|s| (*s).to_owned())
