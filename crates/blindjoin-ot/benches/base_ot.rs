@@ -5,11 +5,13 @@
 //!   precedes its message);
 //! - `base_ot_co15/sender_only`: the sender alone against a stand-in channel that discards `S`
 //!   and answers with one precomputed frame of 512 receiver points: `S = a·G`, `T = a·S` and the
-//!   decoding and key derivation of every `R_i`, with no receiver work in the time.
+//!   decoding and key derivation of every `R_i`, with no receiver work in the time;
+//! - `base_ot_endemic/both_parties`: the same n Masny-Rindal endemic OTs, both parties.
 //!
 //! `cargo bench -p blindjoin-ot --bench base_ot`
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use blindjoin_ot::base::endemic::{EndemicReceiver, EndemicSender};
 use blindjoin_ot::base::{BaseOtReceiver, BaseOtSender, ChouOrlandiReceiver, ChouOrlandiSender};
 use blindjoin_testkit::{Replay, rng, run_two_party};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -98,6 +100,43 @@ fn bench(c: &mut Criterion) {
                 ChouOrlandiSender::default().send_random(&mut ch, &SID, N, &mut rng(seed))
             });
             black_box(keys.unwrap())
+        })
+    });
+    g.finish();
+
+    // Masny-Rindal endemic OT, the malicious-secure base OT, both parties as above.
+    let run_endemic = |seed: u64| {
+        run_two_party(
+            |ch| {
+                sender_pool
+                    .install(|| EndemicSender::default().send_random(ch, &SID, N, &mut rng(seed)))
+            },
+            |ch| {
+                receiver_pool.install(|| {
+                    EndemicReceiver::default().receive_random(
+                        ch,
+                        &SID,
+                        &choices,
+                        &mut rng(seed + 1),
+                    )
+                })
+            },
+        )
+    };
+    let (s, r) = run_endemic(10);
+    let (s, r) = (s.unwrap(), r.unwrap());
+    for ((pair, key), &c) in s.iter().zip(&r).zip(&choices) {
+        assert_eq!(pair[usize::from(c)], *key);
+    }
+    let mut g = c.benchmark_group("base_ot_endemic");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(20);
+    g.measurement_time(Duration::from_secs(10));
+    g.bench_function("both_parties", |b| {
+        b.iter(|| {
+            seed += 2;
+            let (s, r) = run_endemic(seed);
+            black_box((s.unwrap(), r.unwrap()))
         })
     });
     g.finish();

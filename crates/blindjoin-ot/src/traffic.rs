@@ -23,6 +23,25 @@ pub fn co15(n: usize) -> [(&'static str, u64); 2] {
     ]
 }
 
+/// Masny-Rindal endemic OT ([`crate::base::endemic`]) for `n` OTs: the sender's point A (one
+/// frame) and the receiver's pairs of points (frames of [`FRAME_POINTS`] pairs); nothing at all
+/// for n = 0.
+pub fn endemic(n: usize) -> [(&'static str, u64); 2] {
+    use crate::base::endemic::{MSG_ENDEMIC_RECEIVER_PAIRS, MSG_ENDEMIC_SENDER_POINT, PAIR_LEN};
+    let a = if n == 0 {
+        0
+    } else {
+        (POINT_LEN + FRAME_HEADER_LEN) as u64
+    };
+    [
+        (MSG_ENDEMIC_SENDER_POINT, a),
+        (
+            MSG_ENDEMIC_RECEIVER_PAIRS,
+            framed_bytes(n as u64, PAIR_LEN, FRAME_POINTS),
+        ),
+    ]
+}
+
 /// The Chou-Orlandi base OT on a NIST curve ([`crate::base::nist`]) for `n` OTs with points of
 /// `point_len` bytes: the sender's point S and the receiver's points R_i in one frame each;
 /// nothing at all for n = 0.

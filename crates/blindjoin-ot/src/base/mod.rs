@@ -1,8 +1,11 @@
 //! Base OT: random 1-out-of-2 OT on Ristretto255, the public-key seed of OT extension.
 //!
-//! Two implementations of the role traits [`BaseOtSender`] / [`BaseOtReceiver`]:
+//! Three implementations of the role traits [`BaseOtSender`] / [`BaseOtReceiver`]:
 //! - [`ChouOrlandiSender`] / [`ChouOrlandiReceiver`] (CO15, below): the base OT of every
-//!   protocol;
+//!   protocol, secure against semi-honest parties only;
+//! - [`endemic::EndemicSender`] / [`endemic::EndemicReceiver`]: Masny-Rindal endemic OT (CCS
+//!   2019), UC-secure against malicious parties in the random-oracle model, for the
+//!   malicious-secure protocols;
 //! - `ideal::{IdealBaseOtSender, IdealBaseOtReceiver}`, **test-only and insecure**: the sender
 //!   sends both keys of every OT in the clear. It is compiled only with the `ideal-base-ot`
 //!   feature, which only this crate's own tests and benchmarks enable, so that tests of the
@@ -111,6 +114,7 @@
 //!   encodings) is compared in variable time.
 
 mod chou_orlandi;
+pub mod endemic;
 #[cfg(feature = "ideal-base-ot")]
 pub mod ideal;
 pub mod nist;
