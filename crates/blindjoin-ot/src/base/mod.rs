@@ -25,8 +25,8 @@
 //! `g^r`, which CO15 in effect merges into `S`) and, in its usual form, one more flight.
 //! Masny-Rindal endemic OT (ePrint 2019/706) is UC-secure against malicious parties with a
 //! programmable random oracle, but needs a hash to the group in both directions and two points
-//! per OT from the receiver, and its flow is receiver-first. The PSI protocols of this workspace
-//! are semi-honest, so the stronger model buys nothing they can use; CO15 with the mitigations
+//! per OT from the receiver, and its flow is receiver-first. For the semi-honest PSI protocols
+//! the stronger model buys nothing they can use (malicious-secure ones take [`endemic`]); CO15 with the mitigations
 //! below is the base OT swanky's KOS is instantiated with and one of libOTe's (`SimplestOT`)
 //! for the same reason.
 //!
