@@ -1,9 +1,9 @@
 //! IKNP OT extension at κ = 192 and κ = 256, with DCW13 Tab. 2's primitives for those levels:
 //! base OTs on NIST P-384 / P-521 ([`crate::base::nist`]) and the OT hash SHA-384 / SHA-512.
 //!
-//! The flow is IKNP's (the [parent module](super)), on the core of [`super::wide`] with rows of
-//! two blocks, in the form the garbled-Bloom-filter PSI uses: random OTs of which only the
-//! messages of choice 1 are computed (PSZ14 §4.2, x_i^0 = 0).
+//! The flow is IKNP's (the [parent module](super)), on the wide-row core of KK13 and KKRT
+//! (`wide.rs`) with rows of two blocks, in the form the garbled-Bloom-filter PSI uses: random
+//! OTs of which only the messages of choice 1 are computed (PSZ14 §4.2, x_i^0 = 0).
 //!
 //! ```text
 //! extension receiver R (choice bits r)                 extension sender S
