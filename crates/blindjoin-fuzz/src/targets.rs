@@ -14,7 +14,7 @@ use blindjoin_ot::ext::kk13::Kk13Sender;
 use blindjoin_ot::ext::kkrt::KkrtSender;
 use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
 use blindjoin_psi::protocols::{
-    cm20, dh_ffc, ecdh, ecdh_nist, gbf, kkrt16, naive, psz14, rgbf, rsa_blind,
+    cm20, cm20_mal, dh_ffc, ecdh, ecdh_nist, gbf, kkrt16, naive, psz14, rgbf, rsa_blind,
 };
 use blindjoin_psi::{Protocol, RunOptions};
 use std::fmt::Display;
@@ -216,6 +216,12 @@ pub fn fuzz_kkrt16(data: &[u8]) -> Outcome {
 /// `cm20` in either role (see [`fuzz_kkrt16`]).
 pub fn fuzz_cm20(data: &[u8]) -> Outcome {
     fuzz_protocol(&cm20::PROTOCOL, data)
+}
+
+/// `cm20_mal` in either role (see [`fuzz_kkrt16`]): the receiver against a malicious sender's
+/// endemic-OT pairs and values, which is the model it claims.
+pub fn fuzz_cm20_mal(data: &[u8]) -> Outcome {
+    fuzz_protocol(&cm20_mal::PROTOCOL, data)
 }
 
 /// `psz14` in either role (see [`fuzz_kkrt16`]).

@@ -4,6 +4,7 @@ use crate::protocol::Protocol;
 use blindjoin_core::channel::Channel;
 use blindjoin_core::handshake::{Role, Session, SessionConfig, handshake};
 use blindjoin_core::{Error, Result};
+use blindjoin_ot::base::endemic::{EndemicReceiver, EndemicSender};
 use blindjoin_ot::base::{BaseOtReceiver, BaseOtSender, ChouOrlandiReceiver, ChouOrlandiSender};
 use rand::CryptoRng;
 use serde::Serialize;
@@ -98,6 +99,55 @@ impl BaseOt {
             BaseOt::ChouOrlandi => "co15",
             #[cfg(feature = "ideal-base-ot")]
             BaseOt::Ideal => "ideal-insecure",
+        }
+    }
+
+    /// The name in the handshake parameters of a malicious-secure protocol, which runs
+    /// Masny-Rindal endemic OT where the semi-honest ones run Chou-Orlandi
+    /// ([`Run::malicious_base_ot`]).
+    pub fn malicious_name(self) -> &'static str {
+        match self {
+            BaseOt::ChouOrlandi => "endemic-ristretto255",
+            #[cfg(feature = "ideal-base-ot")]
+            BaseOt::Ideal => "ideal-insecure",
+        }
+    }
+}
+
+/// The base OT of a malicious-secure protocol in either role: Masny-Rindal endemic OT
+/// (`blindjoin_ot::base::endemic`, secure against a malicious sender or receiver in the
+/// random-oracle model) in place of Chou-Orlandi, or the ideal functionality in tests.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MaliciousBaseOt(pub BaseOt);
+
+impl BaseOtSender for MaliciousBaseOt {
+    fn send_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        n: usize,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Vec<[[u8; 16]; 2]>> {
+        match self.0 {
+            BaseOt::ChouOrlandi => EndemicSender::default().send_random(ch, sid, n, rng),
+            #[cfg(feature = "ideal-base-ot")]
+            BaseOt::Ideal => AnyBaseOt(self.0).send_random(ch, sid, n, rng),
+        }
+    }
+}
+
+impl BaseOtReceiver for MaliciousBaseOt {
+    fn receive_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        choices: &[bool],
+        rng: &mut impl CryptoRng,
+    ) -> Result<Vec<[u8; 16]>> {
+        match self.0 {
+            BaseOt::ChouOrlandi => EndemicReceiver::default().receive_random(ch, sid, choices, rng),
+            #[cfg(feature = "ideal-base-ot")]
+            BaseOt::Ideal => AnyBaseOt(self.0).receive_random(ch, sid, choices, rng),
         }
     }
 }
@@ -359,6 +409,11 @@ impl<'a> Run<'a> {
     /// The base OT the options chose.
     pub fn base_ot(&self) -> AnyBaseOt {
         AnyBaseOt(self.opts.base_ot)
+    }
+
+    /// The base OT of a malicious-secure protocol ([`MaliciousBaseOt`]).
+    pub fn malicious_base_ot(&self) -> MaliciousBaseOt {
+        MaliciousBaseOt(self.opts.base_ot)
     }
 
     /// Reports progress, if anyone listens.

@@ -18,6 +18,7 @@ macro_rules! registry {
 registry! {
     kkrt16,
     cm20,
+    cm20_mal,
     psz14,
     rgbf,
     gbf,

@@ -128,8 +128,14 @@ pub fn metered(p: &Protocol, recv: &[Item], send: &[Item], opts: &RunOptions) ->
 
 /// Whether `msg` belongs to the base OT (whose messages differ between the real base OT and
 /// the ideal one).
-fn is_base_ot(msg: &str) -> bool {
-    msg == base::MSG_SENDER_POINT || msg == base::MSG_RECEIVER_POINTS
+pub fn is_base_ot(msg: &str) -> bool {
+    [
+        base::MSG_SENDER_POINT,
+        base::MSG_RECEIVER_POINTS,
+        base::endemic::MSG_ENDEMIC_SENDER_POINT,
+        base::endemic::MSG_ENDEMIC_RECEIVER_PAIRS,
+    ]
+    .contains(&msg)
 }
 
 /// Checks a metered run against `p`'s traffic formula: every message of the formula carries

@@ -5,6 +5,7 @@
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cm20;
+mod cm20_mal;
 mod common;
 mod dh_ffc;
 mod ecdh;

@@ -9,7 +9,6 @@ use crate::common::{assert_malformed, fast, field_of, real, small_sets};
 use blindjoin_core::Error;
 use blindjoin_core::handshake::MSG_HELLO;
 use blindjoin_core::item::items_from_records;
-use blindjoin_ot::base;
 use blindjoin_psi::protocol::{Count, Sizes};
 use blindjoin_psi::{Party, Protocol, RunOptions, protocols};
 use blindjoin_testkit::{Attack, Target, rng, run_two_party, sets_with_overlap};
@@ -98,8 +97,11 @@ fn traffic_formulas_refuse_what_the_protocols_refuse() {
 fn every_message(attack: Attack, check: impl Fn(&str, &Error)) {
     for p in two_party() {
         for m in p.flow {
-            let base_ot = [base::MSG_SENDER_POINT, base::MSG_RECEIVER_POINTS].contains(&m.name);
-            let opts = if base_ot { real() } else { fast() };
+            let opts = if common::is_base_ot(m.name) {
+                real()
+            } else {
+                fast()
+            };
             let ((ro, so), _) =
                 common::attacked(p, m.from, Target::first(m.name), attack.clone(), &opts);
             let (theirs, ours) = match m.from {

@@ -136,7 +136,9 @@ mod receiver;
 mod sender;
 
 pub use receiver::receive;
+pub(crate) use receiver::receive_as;
 pub use sender::send;
+pub(crate) use sender::send_as;
 
 use crate::params::{ceil_log2, tag_bits};
 use crate::protocol::{
@@ -171,7 +173,7 @@ pub static PROTOCOL: Protocol = Protocol {
     assumptions: "Chou-Orlandi base OTs (CDH), AES as a PRF, random-oracle hashes; CM20's one-sided malicious variant is not claimed",
     roles: PSI_ROLES,
     kappa: &[80, 128],
-    params: |o| params(o.kappa, o.base_ot),
+    params: |o| params(o.kappa, o.base_ot, Model::SemiHonest),
     // hello ‖ hello; verdict ‖ verdict; setup + base-OT S; base-OT R_j; PRF key + Δ columns;
     // OPRF values.
     flights: 6,
@@ -183,15 +185,52 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::receiver(MSG_DELTA),
         Message::sender(MSG_TAGS),
     ],
-    traffic,
+    traffic: |s| traffic(s, Model::SemiHonest),
     entry: two_party!(receiver::receive, sender::send),
 };
 
+/// The security model a run of the CM20 protocol follows: the same message flow with the
+/// semi-honest parameters and base OT (`cm20`), or with those of Thm. 3.2 (`cm20_mal`: ℓ2 for
+/// Q2 = 2^64 random-oracle queries and base OTs secure against a malicious OT receiver).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Model {
+    /// Thm. 3.1: semi-honest sender and receiver.
+    SemiHonest,
+    /// Thm. 3.2: a malicious sender (P1), a semi-honest receiver.
+    MaliciousSender,
+}
+
+impl Model {
+    /// The descriptor of the protocol this model is run as.
+    pub(crate) fn protocol(self) -> &'static Protocol {
+        match self {
+            Model::SemiHonest => &PROTOCOL,
+            Model::MaliciousSender => &crate::protocols::cm20_mal::PROTOCOL,
+        }
+    }
+}
+
+/// log2 of CM20 §4.1's Q2: the queries to H2 a malicious sender is assumed to make at most.
+pub const LOG_Q2: u32 = 64;
+
+/// ℓ2 in bits: σ + log2(n1·n2) for semi-honest parties (§3.3), σ + log2(Q2·n2) against a
+/// malicious sender (§3.3, §4.1: Q2 = 2^64), with n2 = n_R the receiver's size (CM20's P2)
+/// and σ = λ.
+pub(crate) fn tag_bits_for(model: Model, lambda: u32, n_recv: u64, n_send: u64) -> u32 {
+    match model {
+        Model::SemiHonest => tag_bits(lambda, n_recv, n_send),
+        Model::MaliciousSender => lambda + LOG_Q2 + ceil_log2(u128::from(n_recv)),
+    }
+}
+
 /// The bytes of each message: (m, w, ℓ2), w base OTs, the PRF key, w Δ columns of m/8 bytes
 /// (frames of at most [`DELTA_FRAME`]) and n_S OPRF values of ℓ2 bits (frames of 2^14).
-fn traffic(s: &Sizes) -> Result<Traffic> {
-    let p = Params::new(s.kappa, s.lambda, s.n_recv, s.n_send)?;
-    let [base_s, base_r] = traffic::co15(p.w);
+pub(crate) fn traffic(s: &Sizes, model: Model) -> Result<Traffic> {
+    let p = Params::with_model(model, s.kappa, s.lambda, s.n_recv, s.n_send)?;
+    let [base_s, base_r] = match model {
+        Model::SemiHonest => traffic::co15(p.w),
+        Model::MaliciousSender => traffic::endemic(p.w),
+    };
     let delta = (p.w * p.frames_per_column() * (p.frame_len() + FRAME_HEADER_LEN)) as u64;
     Ok(vec![
         (MSG_SETUP, msg_bytes(&p.setup())?),
@@ -237,7 +276,14 @@ pub const MSG_DELTA: &str = "the receiver's Δ columns";
 pub const MSG_TAGS: &str = "the sender's OPRF values";
 
 /// The handshake parameters: the rules from which both sides derive m, w and ℓ2.
-pub(crate) fn params(kappa: u32, base_ot: BaseOt) -> Vec<(String, String)> {
+pub(crate) fn params(kappa: u32, base_ot: BaseOt, model: Model) -> Vec<(String, String)> {
+    let (l2, base_ot) = match model {
+        Model::SemiHonest => ("lambda+ceil(log2(n_R*n_S)) bits, whole bytes", base_ot.name()),
+        Model::MaliciousSender => (
+            "lambda+64+ceil(log2 n_R) bits (Q2 = 2^64), whole bytes",
+            base_ot.malicious_name(),
+        ),
+    };
     vec![
         ("oprf".into(), "cm20-fig3-fig4".into()),
         ("d".into(), kappa.to_string()),
@@ -247,10 +293,7 @@ pub(crate) fn params(kappa: u32, base_ot: BaseOt) -> Vec<(String, String)> {
         ),
         ("w".into(), "least w: n_S*P[Bin(w,p)<d] <= 2^-lambda".into()),
         ("l1".into(), "256 (sha256)".into()),
-        (
-            "l2".into(),
-            "lambda+ceil(log2(n_R*n_S)) bits, whole bytes".into(),
-        ),
+        ("l2".into(), l2.into()),
         (
             "prf".into(),
             "aes128: G_k0(x0)^x1 then G_kb, k=aes-ctr(k); floor(128/L) L-bit indices per block"
@@ -258,7 +301,7 @@ pub(crate) fn params(kappa: u32, base_ot: BaseOt) -> Vec<(String, String)> {
         ),
         ("h1".into(), "sha256".into()),
         ("h2".into(), "sha256".into()),
-        ("base_ot".into(), base_ot.name().into()),
+        ("base_ot".into(), base_ot.into()),
         ("delta_frame".into(), DELTA_FRAME.to_string()),
     ]
 }
@@ -349,8 +392,22 @@ pub(crate) struct Params {
 }
 
 impl Params {
-    /// The parameters for `d` = κ, σ = λ, n_R = `n_recv`, n_S = `n_send`.
+    /// The semi-honest parameters for `d` = κ, σ = λ, n_R = `n_recv`, n_S = `n_send`.
+    #[cfg(test)]
     pub(crate) fn new(d: u32, lambda: u32, n_recv: u64, n_send: u64) -> Result<Params> {
+        Params::with_model(Model::SemiHonest, d, lambda, n_recv, n_send)
+    }
+
+    /// The parameters of `model` for `d` = κ, σ = λ, n_R = `n_recv`, n_S = `n_send`: the same
+    /// m and w in both models (§3.3: (1/2 + 1/(2m))^w ≤ 2^-λ holds for them), ℓ2 by
+    /// [`tag_bits_for`].
+    pub(crate) fn with_model(
+        model: Model,
+        d: u32,
+        lambda: u32,
+        n_recv: u64,
+        n_send: u64,
+    ) -> Result<Params> {
         let log_m = ceil_log2(u128::from(n_recv)).max(LOG_M_MIN);
         if log_m > LOG_M_MAX {
             return Err(Error::InvalidParam {
@@ -368,7 +425,22 @@ impl Params {
             field: "w",
             reason: format!("no width up to {W_MAX} meets d = {d}, λ = {lambda} at m = {m}"),
         })? as usize;
-        let tag_len = tag_len(lambda, n_recv, n_send)?;
+        let tag_bits = tag_bits_for(model, lambda, n_recv, n_send);
+        let tag_len = match model {
+            Model::SemiHonest => tag_len(lambda, n_recv, n_send)?,
+            Model::MaliciousSender if tag_bits <= 128 => tag_bits.div_ceil(8) as usize,
+            Model::MaliciousSender => {
+                return Err(Error::InvalidParam {
+                    field: "receiver set size",
+                    reason: format!(
+                        "{n_recv} items need ℓ2 = λ + {LOG_Q2} + ⌈log2 n_R⌉ = {tag_bits} bits \
+                         against a malicious sender; the OPRF values hold at most 128 (at most \
+                         2^{} receiver items at λ = {lambda})",
+                        128u32.saturating_sub(lambda + LOG_Q2)
+                    ),
+                });
+            }
+        };
         let per_block = (128 / log_m) as usize;
         Ok(Params {
             log_m,
@@ -376,7 +448,7 @@ impl Params {
             w,
             per_block,
             prf_blocks: w.div_ceil(per_block),
-            tag_bits: tag_bits(lambda, n_recv, n_send),
+            tag_bits,
             tag_len,
         })
     }
@@ -541,7 +613,7 @@ mod tests {
         for kappa in PROTOCOL.kappa {
             let p = Params::new(*kappa, 40, 1 << 20, 1 << 20).unwrap();
             assert!(p.w >= *kappa as usize);
-            assert!(params(*kappa, BaseOt::default()).contains(&("d".into(), kappa.to_string())));
+            assert!(params(*kappa, BaseOt::default(), Model::SemiHonest).contains(&("d".into(), kappa.to_string())));
         }
     }
 

@@ -2,7 +2,7 @@
 
 use super::join;
 use super::matrix::{self, Column, Span};
-use super::{MSG_DELTA, MSG_KEY, MSG_SETUP, MSG_TAGS, PROTOCOL, Params, Prf, PrfKey, h1};
+use super::{MSG_DELTA, MSG_KEY, MSG_SETUP, MSG_TAGS, Model, Params, Prf, PrfKey, h1};
 use crate::run::Run;
 use crate::{ReceiverOutput, RunOptions};
 use blindjoin_core::channel::{BulkReader, Channel, FrameSender, send_msg};
@@ -22,14 +22,30 @@ pub fn receive<C: Channel + ?Sized>(
     opts: &RunOptions,
     rng: &mut impl CryptoRng,
 ) -> Result<ReceiverOutput> {
-    let mut run = Run::start(ch, &PROTOCOL, Role::Receiver, items.len(), opts, rng)?;
+    receive_as(Model::SemiHonest, ch, items, opts, rng)
+}
+
+/// Runs the receiver of `model` (`cm20` or `cm20_mal`).
+pub(crate) fn receive_as<C: Channel + ?Sized>(
+    model: Model,
+    ch: &mut C,
+    items: &[Item],
+    opts: &RunOptions,
+    rng: &mut impl CryptoRng,
+) -> Result<ReceiverOutput> {
+    let mut run = Run::start(ch, model.protocol(), Role::Receiver, items.len(), opts, rng)?;
 
     let (n_recv, n_send) = (items.len() as u64, run.session.sender_size);
-    let p = Params::new(run.session.kappa, run.session.lambda, n_recv, n_send)?;
+    let p = Params::with_model(model, run.session.kappa, run.session.lambda, n_recv, n_send)?;
     send_msg(ch, MSG_SETUP, &p.setup())?;
     // Fig. 4 step 1: w random OTs, we are the OT sender.
-    let keys =
-        Zeroizing::new(run.base_ot().send_random(ch, &run.session.id, p.w, rng)?);
+    let keys = Zeroizing::new(match model {
+        Model::SemiHonest => run.base_ot().send_random(ch, &run.session.id, p.w, rng)?,
+        Model::MaliciousSender => {
+            run.malicious_base_ot()
+                .send_random(ch, &run.session.id, p.w, rng)?
+        }
+    });
     let mut key = PrfKey { key: [0u8; 16] };
     rng.fill_bytes(&mut key.key);
     send_msg(ch, MSG_KEY, &key)?;
@@ -49,6 +65,8 @@ pub fn receive<C: Channel + ?Sized>(
     drop(slabs);
     run.lap("h2");
 
+    // Exactly n_S values, the size the sender announced in the handshake (|Ψ| = n1: the
+    // reader refuses a frame with more values than remain, and a short stream ends in an error).
     let mut peer = Vec::new();
     let mut reader = BulkReader::new(MSG_TAGS, p.tag_len, n_send);
     while let Some(frame) = reader.next_frame(ch)? {

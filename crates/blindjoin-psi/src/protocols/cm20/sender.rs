@@ -2,7 +2,7 @@
 
 use super::matrix::{self, Column, Span};
 use super::{
-    MSG_DELTA, MSG_KEY, MSG_SETUP, MSG_TAGS, PROTOCOL, Params, Prf, PrfKey, Setup, h1,
+    MSG_DELTA, MSG_KEY, MSG_SETUP, MSG_TAGS, Model, Params, Prf, PrfKey, Setup, h1,
 };
 use crate::protocols::common::{CHUNK, pipelined, queue_closed, queue_frames};
 use crate::run::Run;
@@ -26,10 +26,21 @@ pub fn send<C: Channel + ?Sized>(
     opts: &RunOptions,
     rng: &mut impl CryptoRng,
 ) -> Result<SenderOutput> {
-    let mut run = Run::start(ch, &PROTOCOL, Role::Sender, items.len(), opts, rng)?;
+    send_as(Model::SemiHonest, ch, items, opts, rng)
+}
+
+/// Runs the sender of `model` (`cm20` or `cm20_mal`).
+pub(crate) fn send_as<C: Channel + ?Sized>(
+    model: Model,
+    ch: &mut C,
+    items: &[Item],
+    opts: &RunOptions,
+    rng: &mut impl CryptoRng,
+) -> Result<SenderOutput> {
+    let mut run = Run::start(ch, model.protocol(), Role::Sender, items.len(), opts, rng)?;
 
     let (n_recv, n_send) = (run.session.receiver_size, items.len() as u64);
-    let p = Params::new(run.session.kappa, run.session.lambda, n_recv, n_send)?;
+    let p = Params::with_model(model, run.session.kappa, run.session.lambda, n_recv, n_send)?;
     // m follows the receiver's size: refuse here, before anything is allocated, if even one
     // span of Δ columns would not fit the memory budget.
     let per_batch = batch_within_budget(&p, opts)?;
@@ -44,8 +55,13 @@ pub fn send<C: Channel + ?Sized>(
     // Fig. 4 step 1: w random OTs with random choice bits s, we are the OT receiver.
     let s: Zeroizing<Vec<bool>> =
         Zeroizing::new((0..p.w).map(|_| rng.next_u32() & 1 == 1).collect());
-    let keys =
-        Zeroizing::new(run.base_ot().receive_random(ch, &run.session.id, &s, rng)?);
+    let keys = Zeroizing::new(match model {
+        Model::SemiHonest => run.base_ot().receive_random(ch, &run.session.id, &s, rng)?,
+        Model::MaliciousSender => {
+            run.malicious_base_ot()
+                .receive_random(ch, &run.session.id, &s, rng)?
+        }
+    });
     let key: PrfKey = recv_msg(ch, MSG_KEY, 16)?;
     let prf = Prf::new(&key.key, p.prf_blocks);
     drop(key);
