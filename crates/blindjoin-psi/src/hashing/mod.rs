@@ -118,6 +118,14 @@
 //! measured 0.4% failures at c = 2 and 100% at c = 8), which is why the protocols use
 //! [`max_bin_size`].
 //!
+//! # Bloom filters backed by cut-and-choose OTs ([`cnc_bloom_params`])
+//!
+//! The filter size, hash count, OT count and cut-and-choose threshold of Rindal-Rosulek's
+//! malicious-secure Bloom-filter PSI (Eurocrypt 2017), from Chernoff bounds on the opened and
+//! unopened choices (the `cnc` module doc has the six conditions): at n = 2^20, λ = 40, κ = 128,
+//! h = 90 hash functions, 2.57·10^8 filter bits and 2.60·10^8 OTs, of which 0.8 % are
+//! opened.
+//!
 //! # Balanced allocations (not implemented)
 //!
 //! Balanced allocations put each item into the less loaded of its two bins, which keeps the
@@ -166,12 +174,14 @@
 //!   \[54\]).
 
 pub mod bloom;
+mod cnc;
 mod cuckoo;
 mod error;
 mod hash;
 mod params;
 mod simple;
 
+pub use cnc::{CncBloomParams, cnc_bloom_params};
 pub use cuckoo::{CuckooEntry, CuckooTable, Location};
 pub use error::HashingError;
 pub use hash::{BinHasher, HashedItems, ItemBins, SLICE_BITS};
