@@ -4,8 +4,8 @@
 //! **Paper.** Dong, Chen, Wen, *When Private Set Intersection Meets Big Data: An Efficient and
 //! Scalable Protocol* (CCS 2013, extended version): the garbled Bloom filter (§4.1, Alg. 1-2),
 //! GBF intersection (§4.2, Alg. 3), the semi-honest protocol π∩ (§4.3, Fig. 2) and its pipelined
-//! and parallel implementation (§6.1-6.2); as PSZ14 measure it (§4.2 and Tab. 3, row "[19] with
-//! OT of [1]": DCW's protocol on the OT extension of Asharov et al., with PSZ14 §4.2's
+//! and parallel implementation (§6.1-6.2); as PSZ14 measure it (§4.2 and Tab. 3, row "\[19\] with
+//! OT of \[1\]": DCW's protocol on the OT extension of Asharov et al., with PSZ14 §4.2's
 //! optimisation x_i^0 = 0), and PSZ14 App. A's mapping of items to a short domain. DCW13 §5's
 //! "enhanced" protocol against malicious parties is not implemented: its own 2016 erratum shows
 //! a selective-failure attack (Rindal-Rosulek's repair is a protocol of its own).
@@ -53,8 +53,8 @@
 //!   up to whole bytes, at most 128. At n1 = n2 = 2^18 and λ = 40 that is 77 bits (10 bytes), at
 //!   2^20 81 bits (11 bytes).
 //!
-//! **Cost.** R sends m·κ' bits of u columns (κ' = 128 at κ ≤ 128, 256 above) and S m·ℓ bits of y values (PSZ14 Tab. 3, row "[19]
-//! with OT of [1]": P2 mκ, P1 mλ, here with ℓ for λ), plus the κ base OTs and the two setup
+//! **Cost.** R sends m·κ' bits of u columns (κ' = 128 at κ ≤ 128, 256 above) and S m·ℓ bits of y values (PSZ14 Tab. 3, row "\[19\]
+//! with OT of \[1\]": P2 mκ, P1 mλ, here with ℓ for λ), plus the κ base OTs and the two setup
 //! messages. PSZ14 Tab. 6's row "Garbled Bloom Filter" counts 2.88nκ(κ + λ) = 2m(κ + λ): the
 //! original IKNP, whose receiver sends two m×κ matrices, and both OT messages of ℓ = λ bits;
 //! on the OT extension of [1] the same protocol costs m(κ + ℓ), which the descriptor's traffic
