@@ -104,7 +104,7 @@ impl BaseOt {
 
     /// The name in the handshake parameters of a malicious-secure protocol, which runs
     /// Masny-Rindal endemic OT where the semi-honest ones run Chou-Orlandi
-    /// ([`Run::malicious_base_ot`]).
+    /// (`Run::malicious_base_ot`).
     pub fn malicious_name(self) -> &'static str {
         match self {
             BaseOt::ChouOrlandi => "endemic-ristretto255",

@@ -57,7 +57,7 @@
 //! with OT of \[1\]": P2 mκ, P1 mλ, here with ℓ for λ), plus the κ base OTs and the two setup
 //! messages. PSZ14 Tab. 6's row "Garbled Bloom Filter" counts 2.88nκ(κ + λ) = 2m(κ + λ): the
 //! original IKNP, whose receiver sends two m×κ matrices, and both OT messages of ℓ = λ bits;
-//! on the OT extension of [1] the same protocol costs m(κ + ℓ), which the descriptor's traffic
+//! on the OT extension of \[1\] the same protocol costs m(κ + ℓ), which the descriptor's traffic
 //! formula gives exactly (test `communication_follows_psz_table_3`).
 //!
 //! **Pipelining and memory** (DCW13 §6.1-6.2). The positions are walked in chunks of 2^16 (one
@@ -80,9 +80,9 @@
 //!    repeats the slot it reserved (about 0.69 elements per build); every structure here uses an
 //!    element's distinct positions (`hashing::bloom`, test
 //!    `printed_alg1_loses_members_with_repeated_indices`).
-//! 2. *x_i^0 = 0* (PSZ14 §4.2, "Optimization"): DCW's OT sends (random, GBF_S[i]); with the
+//! 2. *x_i^0 = 0* (PSZ14 §4.2, "Optimization"): DCW's OT sends (random, GBF_S\[i\]); with the
 //!    choice-0 message fixed to 0, S sends one masked string per OT and R hashes only where its
-//!    bit is 1. R's intersection GBF then holds 0 instead of a random string where BF_C[i] = 0,
+//!    bit is 1. R's intersection GBF then holds 0 instead of a random string where BF_C\[i\] = 0,
 //!    positions no query of R's elements reads.
 //! 3. *Random shares from a PRF of the position* (a fresh key per run) instead of fresh random
 //!    strings, so that the filter can be streamed without being stored (see Pipelining).

@@ -220,7 +220,7 @@ pub fn modulus_bits(kappa: u32) -> Result<u32> {
 const FRAME_BYTES: usize = 1 << 20;
 
 /// Elements per frame for a `modulus_bits`-bit modulus: the largest power of two whose elements
-/// fit [`FRAME_BYTES`] (tags travel in frames of as many).
+/// fit `FRAME_BYTES` (tags travel in frames of as many).
 pub fn frame_elements(modulus_bits: u32) -> usize {
     let len = (modulus_bits as usize / 8).max(1);
     1 << (FRAME_BYTES / len).max(1).ilog2()
