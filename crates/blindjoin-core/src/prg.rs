@@ -99,18 +99,21 @@ impl AesPrg {
         let (head, mut rest) = out.split_at_mut(take);
         head.copy_from_slice(&self.pending[self.used..self.used + take]);
         self.used += take;
-        // 2. Whole blocks, generated straight into `out` through a stack buffer.
-        let mut buf = [Block::ZERO; CHUNK];
-        while rest.len() >= 16 {
-            let n = (rest.len() / 16).min(CHUNK);
-            let (dst, tail) = rest.split_at_mut(16 * n);
-            self.fill_blocks(&mut buf[..n]);
-            for (d, b) in dst.chunks_exact_mut(16).zip(&buf[..n]) {
-                d.copy_from_slice(&b.to_bytes());
+        // 2. Whole blocks, generated straight into `out` through a stack buffer (set up only
+        //    when there is a whole block to produce: `next_u32` and other short reads skip it).
+        if rest.len() >= 16 {
+            let mut buf = [Block::ZERO; CHUNK];
+            while rest.len() >= 16 {
+                let n = (rest.len() / 16).min(CHUNK);
+                let (dst, tail) = rest.split_at_mut(16 * n);
+                self.fill_blocks(&mut buf[..n]);
+                for (d, b) in dst.chunks_exact_mut(16).zip(&buf[..n]) {
+                    d.copy_from_slice(&b.to_bytes());
+                }
+                rest = tail;
             }
-            rest = tail;
+            buf.zeroize();
         }
-        buf.zeroize();
         // 3. The head of one more block; its tail stays pending.
         if !rest.is_empty() {
             self.pending = self.next_block().to_bytes();

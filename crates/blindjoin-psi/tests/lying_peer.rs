@@ -210,9 +210,11 @@ fn check_silent(p: &'static Protocol, role: Role) {
         match &out.result {
             Err(Error::PeerClosed { .. }) => {}
             // A protocol whose structures cannot serve the claim refuses it before anything
-            // else (the Bloom-filter protocols: at most 2^32 - 1 filter positions).
+            // else (the Bloom-filter protocols: at most 2^32 - 1 filter positions; rr17a: at
+            // most 2^32 OTs; cm20_mal: OPRF values of at most 128 bits).
             Err(Error::InvalidParam {
-                field: "set size", ..
+                field: "set size" | "receiver set size",
+                ..
             }) => {}
             other => panic!("{p} {role}: expected PeerClosed, got {other:?}"),
         }

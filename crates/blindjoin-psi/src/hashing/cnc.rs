@@ -3,14 +3,16 @@
 //! Set Intersection against Malicious Adversaries* (Eurocrypt 2017, ePrint 2016/746).
 //!
 //! **The setting.** The receiver runs N_ot random OTs with random choice bits, N_1 of them 1.
-//! The sender opens each OT with probability p and refuses the receiver if more than τ opened
-//! choices are 1. The receiver then backs each 1 bit of its Bloom filter (N_bf bits, h hash
+//! The sender opens ⌊p·N_ot⌋ of them, a uniformly random subset, and refuses the receiver if
+//! more than τ opened choices are 1. The receiver then backs each 1 bit of its Bloom filter (N_bf bits, h hash
 //! functions, at most n·h ones for n items) with an unopened OT of choice 1, and every other bit
 //! with any other unopened OT; it learns the sender's 1-message exactly where it holds a 1
 //! choice.
 //!
 //! **The conditions**, each with failure probability at most 2^-λ (t = λ·ln 2; Chernoff bounds
-//! on the binomial tails, P[X ≤ μ − a] ≤ e^{−a²/2μ} and P[X ≥ μ + a] ≤ e^{−a²/(2μ + 2a/3)}):
+//! on the binomial tails, P[X ≤ μ − a] ≤ e^{−a²/2μ} and P[X ≥ μ + a] ≤ e^{−a²/(2μ + 2a/3)},
+//! which hold as well for the opened choices, a sample without replacement (Hoeffding 1963,
+//! Thm. 4), and depend only on the mean μ):
 //!
 //! 1. an honest receiver keeps at least n·h unopened ones:
 //!    N_1 = least N with (1 − p)N − √(2t(1 − p)N) ≥ n·h;

@@ -22,6 +22,7 @@ registry! {
     psz14,
     rgbf,
     gbf,
+    rr17a,
     ecdh,
     ecdh_nist,
     dh_ffc,

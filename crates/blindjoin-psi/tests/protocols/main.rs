@@ -18,5 +18,6 @@ mod psz14;
 mod redis_store;
 mod registry;
 mod rgbf;
+mod rr17a;
 mod rsa_blind;
 mod server_aided;

@@ -1,0 +1,195 @@
+//! The sender's side of `rr17a` (see the module doc for the message flow).
+
+use super::{
+    MSG_CHALLENGE, MSG_COMMIT, MSG_OPENING, MSG_PERMUTATION, MSG_TAGS, OT_BATCH, PROTOCOL,
+    Positions, TAG_LEN, commitment, hash_key, opened, opening_len, recv_exact, run_params, tag_hash,
+    take,
+};
+use crate::hashing::bloom::PositionScratch;
+use crate::protocols::common::CHUNK;
+use crate::run::Run;
+use crate::{RunOptions, SenderOutput};
+use blindjoin_core::channel::{BulkReader, Channel, send_elements};
+use blindjoin_core::handshake::Role;
+use blindjoin_core::item::Item;
+use blindjoin_core::{Block, Error, Result};
+use blindjoin_ot::ext::kos::KosSender;
+use rand::CryptoRng;
+use rand::seq::SliceRandom;
+use rayon::prelude::*;
+use zeroize::Zeroizing;
+
+/// Items per rayon task when computing summary values.
+const PAR_ITEMS: usize = 1 << 10;
+
+/// Runs the sender with `items` (distinct) on `ch`.
+///
+/// Errors: the handshake's; `InvalidParam` if the receiver's announced size needs more than the
+/// memory budget; `CheckFailed` if the receiver's hash-key share does not open its commitment,
+/// it opened more choices of 1 than the cut-and-choose allows, or its proof does not match its
+/// opened choices; `Malformed` for a message of the wrong length or a map entry that is out of
+/// range, names an opened OT or repeats one; the KOS extension's errors.
+pub fn send<C: Channel + ?Sized>(
+    ch: &mut C,
+    items: &[Item],
+    opts: &RunOptions,
+    rng: &mut impl CryptoRng,
+) -> Result<SenderOutput> {
+    let mut run = Run::start(ch, &PROTOCOL, Role::Sender, items.len(), opts, rng)?;
+    let sid = run.session.id;
+    let p = run_params(run.session.kappa, run.session.lambda, run.session.receiver_size)?;
+    opts.check_memory(
+        "rr17a's sender (one 1-message per OT, the filter map and the used-OT bitmap)",
+        p.ots * 16 + p.bits * 4 + p.ots / 8,
+    )?;
+    let ots = usize::try_from(p.ots).map_err(|_| Error::InvalidParam {
+        field: "receiver set size",
+        reason: format!("{} OTs do not fit this machine", p.ots),
+    })?;
+
+    let commit = take::<32>(&recv_exact(ch, MSG_COMMIT, 32)?, 0, MSG_COMMIT)?;
+    let mut ot = KosSender::setup(&mut run.malicious_base_ot(), ch, &sid, rng)?;
+    run.lap("base OT");
+
+    // The opened OTs are fixed now and revealed only after every OT: only their 0-messages
+    // need keeping.
+    let cnc_seed = Block::random(rng);
+    let open = opened(cnc_seed, p.ots, p.open_per_mille);
+    let mut ones = Zeroizing::new(vec![Block::ZERO; ots]);
+    let mut zeros = Zeroizing::new(vec![Block::ZERO; open.len()]);
+    let mut buf = Zeroizing::new(vec![[Block::ZERO; 2]; OT_BATCH.min(ots)]);
+    let mut next = 0;
+    for start in (0..ots).step_by(OT_BATCH) {
+        let len = OT_BATCH.min(ots - start);
+        ot.send_random(ch, &mut buf[..len])?;
+        ones[start..start + len]
+            .par_chunks_mut(1 << 16)
+            .zip(buf[..len].par_chunks(1 << 16))
+            .for_each(|(o, b)| o.iter_mut().zip(b).for_each(|(o, b)| *o = b[1]));
+        while let Some(&j) = open.get(next) {
+            let j = j as usize;
+            if j >= start + len {
+                break;
+            }
+            zeros[next] = buf[j - start][0];
+            next += 1;
+        }
+        run.report("ot", (start + len) as u64, p.ots);
+    }
+    drop(buf);
+    run.lap("ot");
+
+    let mut share = [0u8; 16];
+    rng.fill_bytes(&mut share);
+    let mut challenge = cnc_seed.to_bytes().to_vec();
+    challenge.extend_from_slice(&share);
+    ch.send(MSG_CHALLENGE, &challenge)?;
+
+    let want = opening_len(open.len());
+    let opening = ch.recv(MSG_OPENING, want)?;
+    if opening.len() != want {
+        return Err(Error::malformed(
+            MSG_OPENING,
+            format!("{} bytes, {want} expected for {} opened OTs", opening.len(), open.len()),
+        ));
+    }
+    let packed = open.len().div_ceil(8);
+    let proof = Block::from_bytes(take::<16>(&opening, packed, MSG_OPENING)?);
+    let theirs = take::<16>(&opening, packed + 16, MSG_OPENING)?;
+    let nonce = take::<16>(&opening, packed + 32, MSG_OPENING)?;
+    if commitment(&sid, &theirs, &nonce) != commit {
+        return Err(Error::CheckFailed(
+            "the receiver's hash-key share does not open its commitment".into(),
+        ));
+    }
+    if !open.len().is_multiple_of(8) && opening[packed - 1] >> (open.len() % 8) != 0 {
+        return Err(Error::malformed(
+            MSG_OPENING,
+            "bits set after the last opened choice".to_string(),
+        ));
+    }
+    let (mut count, mut sum) = (0u64, Block::ZERO);
+    for (k, &j) in open.iter().enumerate() {
+        let c = (opening[k / 8] >> (k % 8)) & 1 == 1;
+        count += u64::from(c);
+        sum ^= if c { ones[j as usize] } else { zeros[k] };
+    }
+    drop(zeros);
+    if count > p.max_opened_ones {
+        return Err(Error::CheckFailed(format!(
+            "the receiver opened {count} choices of 1; the cut-and-choose allows at most {}",
+            p.max_opened_ones
+        )));
+    }
+    if sum != proof {
+        return Err(Error::CheckFailed(
+            "the receiver's proof does not match its opened choices".into(),
+        ));
+    }
+
+    let perm = read_map(ch, ots, p.bits, &open)?;
+    run.lap("cut and choose");
+
+    let key = hash_key(&sid, &share, &theirs);
+    let pos = Positions::new(&key, &p)?;
+    let th = tag_hash(&sid);
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.shuffle(rng);
+    let mut tags = vec![0u8; items.len() * TAG_LEN];
+    tags.par_chunks_mut(PAR_ITEMS * TAG_LEN)
+        .zip(order.par_chunks(PAR_ITEMS))
+        .for_each(|(out, idx)| {
+            let (mut scratch, mut at) = (PositionScratch::default(), Vec::new());
+            for (t, &i) in out.chunks_exact_mut(TAG_LEN).zip(idx) {
+                let x = &items[i].0;
+                pos.of(x, &mut scratch, &mut at);
+                let mask = at
+                    .iter()
+                    .fold(Block::ZERO, |m, &b| m ^ ones[perm[b as usize] as usize]);
+                let mut input = [0u8; 32];
+                input[..16].copy_from_slice(x);
+                input[16..].copy_from_slice(&mask.to_bytes());
+                t.copy_from_slice(&th.digest(&input)[..TAG_LEN]);
+            }
+        });
+    run.lap("tags");
+    send_elements(ch, MSG_TAGS, &tags, TAG_LEN, CHUNK)?;
+    Ok(run.sender_output())
+}
+
+/// Reads π: `bits` indices below `ots`, none opened, none repeated.
+fn read_map<C: Channel + ?Sized>(
+    ch: &mut C,
+    ots: usize,
+    bits: u64,
+    open: &[u32],
+) -> Result<Vec<u32>> {
+    let mut used = vec![0u64; ots.div_ceil(64)];
+    for &j in open {
+        used[j as usize / 64] |= 1 << (j % 64);
+    }
+    let mut perm = Vec::with_capacity(usize::try_from(bits).unwrap_or(0));
+    let mut reader = BulkReader::new(MSG_PERMUTATION, 4, bits);
+    while let Some(frame) = reader.next_frame(ch)? {
+        for w in frame.chunks_exact(4) {
+            let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            let at = perm.len();
+            if v as usize >= ots {
+                return Err(Error::malformed(
+                    MSG_PERMUTATION,
+                    format!("entry {at} names OT {v}; there are {ots}"),
+                ));
+            }
+            let (word, bit) = (v as usize / 64, v % 64);
+            if used[word] >> bit & 1 == 1 {
+                return Err(Error::malformed(
+                    MSG_PERMUTATION,
+                    format!("entry {at} names OT {v}, which is opened or named before"),
+                ));
+            }
+            used[word] |= 1 << bit;
+            perm.push(v);
+        }
+    }
+    Ok(perm)
+}
