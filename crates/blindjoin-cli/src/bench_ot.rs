@@ -1,5 +1,7 @@
 //! `blindjoin bench-ot`: OT extension end to end, both parties as two processes over loopback
-//! TCP, one handshake, the base OTs and `--count` random OTs in batches of 2^20.
+//! TCP, one handshake, the base OTs and `--count` random OTs in batches of 2^20. KOS, the
+//! malicious-secure extension, runs over the malicious-secure Masny-Rindal endemic base OT; the
+//! semi-honest extensions over Chou-Orlandi.
 
 use crate::bench::{
     BenchTls, Transport, median, open_party_link, party_link, print_result, run_pair, write_results,
@@ -10,6 +12,7 @@ use crate::report::process_cpu_seconds;
 use blindjoin_core::Block;
 use blindjoin_core::channel::metered::{Metered, Traffic};
 use blindjoin_core::handshake::{Role, SessionConfig, handshake};
+use blindjoin_ot::base::endemic::{EndemicReceiver, EndemicSender};
 use blindjoin_ot::base::{ChouOrlandiReceiver, ChouOrlandiSender};
 use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender};
 use blindjoin_ot::ext::kk13::{Kk13Receiver, Kk13Sender};
@@ -33,7 +36,8 @@ const KKRT_BATCH: usize = 1 << 16;
 pub enum OtKind {
     /// IKNP with the ALSZ optimisations, random 1-out-of-2 OT (semi-honest).
     Iknp,
-    /// KOS: IKNP plus the correlation check (malicious receiver).
+    /// KOS: IKNP plus the coin-tossed correlation check (malicious receiver), over the
+    /// malicious-secure endemic base OT (the others run over Chou-Orlandi).
     Kos,
     /// KK13 random 1-out-of-256 OT (η = 8, PSZ App. C.3), semi-honest.
     Kk13,
@@ -163,8 +167,7 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
             }
         }
         (OtKind::Kos, true) => {
-            let mut r =
-                KosReceiver::setup(&mut ChouOrlandiSender::default(), &mut ch, &sid, &mut rng)?;
+            let mut r = KosReceiver::setup(&mut EndemicSender::default(), &mut ch, &sid, &mut rng)?;
             setup_seconds = t0.elapsed().as_secs_f64();
             let mut out = vec![Block::ZERO; BATCH];
             for c in choices.chunks(BATCH) {
@@ -239,8 +242,7 @@ pub fn run_party(a: &OtPartyArgs) -> CliResult<()> {
             }
         }
         (OtKind::Kos, false) => {
-            let mut s =
-                KosSender::setup(&mut ChouOrlandiReceiver::default(), &mut ch, &sid, &mut rng)?;
+            let mut s = KosSender::setup(&mut EndemicReceiver::default(), &mut ch, &sid, &mut rng)?;
             setup_seconds = t0.elapsed().as_secs_f64();
             let mut out = vec![[Block::ZERO; 2]; BATCH];
             for start in (0..a.count).step_by(BATCH) {

@@ -360,9 +360,10 @@ pub enum OtExtMode {
     IknpCorrelated,
     /// IKNP receiver, chosen-message OTs (reads the y pairs).
     IknpChosen,
-    /// KOS sender (reads the u columns and the check values).
+    /// KOS sender (reads the commitment to the receiver's challenge seed, the u columns, the
+    /// opening and the check values).
     KosSender,
-    /// KOS receiver (reads the challenge seed).
+    /// KOS receiver (reads the sender's challenge seed).
     KosReceiver,
     /// KK13 sender (reads the u columns), η from the parameter.
     Kk13Sender,

@@ -3,7 +3,7 @@
 //! against the metered traffic of a real run.
 
 use crate::base::{FRAME_POINTS, MSG_RECEIVER_POINTS, MSG_SENDER_POINT, POINT_LEN};
-use crate::ext::{CHUNK, kk13, row_bytes};
+use crate::ext::{CHUNK, KAPPA, kk13, kos, row_bytes};
 use blindjoin_core::channel::{FRAME_HEADER_LEN, framed_bytes};
 
 /// The Chou-Orlandi base OT's two messages for `n` OTs: the sender's point S (one frame) and
@@ -79,4 +79,30 @@ pub fn kk13_u_columns(m: usize, eta: u32) -> u64 {
 /// The u columns of one KKRT OPRF call of `m` instances with a code of `width` blocks.
 pub fn kkrt_u_columns(m: usize, width: usize) -> u64 {
     u_columns(m, 128 * width)
+}
+
+/// One KOS batch ([`crate::ext::kos`]) of `m` OTs, by message: the receiver's commitment, its
+/// u columns (those of the m OTs in frames of at most [`CHUNK`] OTs, then one frame for the
+/// [`kos::EXTRA`] OTs), its opening and its check values, and the sender's seed share; nothing
+/// at all for m = 0.
+pub fn kos(m: usize) -> [(&'static str, u64); 5] {
+    let short = |len: usize| {
+        if m == 0 {
+            0
+        } else {
+            (len + FRAME_HEADER_LEN) as u64
+        }
+    };
+    let u = if m == 0 {
+        0
+    } else {
+        u_columns(m, KAPPA) + u_columns(kos::EXTRA, KAPPA)
+    };
+    [
+        (kos::MSG_COMMITMENT, short(kos::COMMITMENT_LEN)),
+        (crate::ext::iknp::MSG_U_COLUMNS, u),
+        (kos::MSG_SEED, short(kos::SEED_LEN)),
+        (kos::MSG_OPENING, short(kos::OPENING_LEN)),
+        (kos::MSG_PROOF, short(kos::PROOF_LEN)),
+    ]
 }

@@ -118,7 +118,7 @@ impl std::fmt::Debug for IknpReceiver {
 
 /// Rows hashed per rayon task (64 KiB of blocks): enough AES per task to pay for the task,
 /// and 16 tasks per chunk of OTs to share out.
-const PAR_ROWS: usize = 4096;
+pub(crate) const PAR_ROWS: usize = 4096;
 
 /// Applies TCCR(first + i, · ⊕ xor) to every block, spread over the current rayon pool.
 fn hash_rows(aes: &FixedKeyAes, first: u64, xor: Block, rows: &mut [Block]) {
@@ -166,9 +166,17 @@ impl IknpSender {
         &self.aes
     }
 
+    /// Reserves the OT indices of `n` OTs and returns the first (for a caller that extends
+    /// them with [`extend_chunk`](Self::extend_chunk)).
+    pub(crate) fn reserve(&mut self, n: usize) -> u64 {
+        let first = self.next_index;
+        self.next_index += n as u64;
+        first
+    }
+
     /// Receives one chunk's u columns and writes its rows q_i = t_i ⊕ r_i·s into `dest`
     /// (at most [`CHUNK`] of them). Does not advance `next_index`.
-    fn extend_chunk<C: FrameReceiver + ?Sized>(
+    pub(crate) fn extend_chunk<C: FrameReceiver + ?Sized>(
         &mut self,
         ch: &mut C,
         dest: &mut [Block],
@@ -198,22 +206,6 @@ impl IknpSender {
                 qj.iter_mut().zip(uj).for_each(|(a, b)| *a ^= b & mask);
             });
         transpose_rows(q, rb, dest)
-    }
-
-    /// Receives the u columns of `m` OTs and returns the first OT index and the rows
-    /// q_i = t_i ⊕ r_i·s.
-    pub(crate) fn extend<C: Channel + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        m: usize,
-    ) -> Result<(u64, Zeroizing<Vec<Block>>)> {
-        let first = self.next_index;
-        let mut rows = Zeroizing::new(vec![Block::ZERO; m]);
-        for dest in rows.chunks_mut(CHUNK) {
-            self.extend_chunk(ch, dest)?;
-        }
-        self.next_index += m as u64;
-        Ok((first, rows))
     }
 
     /// `out.len()` random OTs: `out[i] = (x_i^0, x_i^1)`; the receiver learns `x_i^{r_i}`.
@@ -411,6 +403,11 @@ impl IknpReceiver {
         &self.aes
     }
 
+    /// The index of the next OT.
+    pub(crate) fn next_index(&self) -> u64 {
+        self.next_index
+    }
+
     /// Runs the κ base OTs with `base` (as their sender) and returns the ready receiver.
     pub fn setup<B: BaseOtSender, C: Channel + ?Sized>(
         base: &mut B,
@@ -428,20 +425,9 @@ impl IknpReceiver {
         })
     }
 
-    /// Sends the u columns for `choices` and returns the first OT index and the rows t_i.
-    pub(crate) fn extend<C: Channel + ?Sized>(
-        &mut self,
-        ch: &mut C,
-        choices: &[bool],
-    ) -> Result<(u64, Zeroizing<Vec<Block>>)> {
-        let mut rows = Zeroizing::new(vec![Block::ZERO; choices.len()]);
-        let first = self.extend_into(ch, choices, &mut rows)?;
-        Ok((first, rows))
-    }
-
-    /// Sends the u columns for `choices` and writes the rows t_i into `rows` (one per
-    /// choice); returns the first OT index.
-    fn extend_into<C: FrameSender + ?Sized>(
+    /// Sends the u columns for `choices` (one frame per chunk of at most [`CHUNK`] OTs) and
+    /// writes the rows t_i into `rows` (one per choice); returns the first OT index.
+    pub(crate) fn extend_into<C: FrameSender + ?Sized>(
         &mut self,
         ch: &mut C,
         choices: &[bool],

@@ -5,10 +5,13 @@
 
 use blindjoin_core::Block;
 use blindjoin_core::Error;
+use blindjoin_ot::base::endemic::{EndemicReceiver, EndemicSender};
 use blindjoin_ot::base::{BaseOtReceiver, BaseOtSender, ChouOrlandiReceiver, ChouOrlandiSender};
 use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender, MSG_U_COLUMNS};
-use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
-use blindjoin_ot::ext::{RandomOtReceiver, RandomOtSender};
+use blindjoin_ot::ext::kos::{
+    self, KosReceiver, KosSender, MSG_COMMITMENT, MSG_OPENING, MSG_PROOF, MSG_SEED,
+};
+use blindjoin_ot::ext::{CHUNK, RandomOtReceiver, RandomOtSender};
 use blindjoin_testkit::{Attack, Tamper, Target, rng, run_two_party};
 use rand::Rng;
 
@@ -88,6 +91,166 @@ fn kos_random_ot_counts_and_chunk_boundaries() {
         ChouOrlandiReceiver::default(),
         &COUNTS,
     );
+}
+
+/// KOS batches on either side of the chunk boundaries, an empty one among them, all in one
+/// session over the malicious-secure base OT.
+#[test]
+fn kos_batches_across_chunk_boundaries_in_one_session() {
+    random_ot_counts::<KosSender, KosReceiver>(
+        EndemicSender::default(),
+        EndemicReceiver::default(),
+        &[1, CHUNK - 1, 0, CHUNK, CHUNK + 1, 3 * CHUNK + 5],
+    );
+}
+
+/// One KOS batch of `m` OTs, the receiver's channel attacked by `r_attack` and the sender's by
+/// `s_attack`: the receiver's and the sender's results.
+fn kos_attacked(
+    m: usize,
+    r_attack: Option<(Target, Attack)>,
+    s_attack: Option<(Target, Attack)>,
+) -> (blindjoin_core::Result<()>, blindjoin_core::Result<()>) {
+    let c = choices(m, 11);
+    let tamper = |a: Option<(Target, Attack)>| {
+        a.unwrap_or((Target::first("no such message"), Attack::HangUp))
+    };
+    run_two_party(
+        |ch| {
+            let mut r =
+                KosReceiver::setup(&mut ChouOrlandiSender::default(), ch, &SID, &mut rng(1))
+                    .unwrap();
+            let (target, attack) = tamper(r_attack);
+            let mut t = Tamper::new(ch, target, attack);
+            let mut out = vec![Block::ZERO; m];
+            let res = r.receive_random(&mut t, &c, &mut out);
+            if res.is_err() {
+                assert!(
+                    out.iter().all(|o| *o == Block::ZERO),
+                    "receiver outputs wiped"
+                );
+            }
+            res
+        },
+        |ch| {
+            let mut s =
+                KosSender::setup(&mut ChouOrlandiReceiver::default(), ch, &SID, &mut rng(2))
+                    .unwrap();
+            let (target, attack) = tamper(s_attack);
+            let mut t = Tamper::new(ch, target, attack);
+            let mut out = vec![[Block::ZERO; 2]; m];
+            let res = s.send_random(&mut t, &mut out);
+            if res.is_err() {
+                assert!(
+                    out.iter().all(|o| *o == [Block::ZERO; 2]),
+                    "sender outputs wiped"
+                );
+            }
+            res
+        },
+    )
+}
+
+#[test]
+fn kos_opening_that_does_not_match_the_commitment_is_caught() {
+    // A bit of the seed share (bytes 0..16), then of the nonce (16..32).
+    for at in [0usize, 5, 16, 31] {
+        let (_, sent) = kos_attacked(
+            700,
+            Some((Target::first(MSG_OPENING), Attack::FlipBit(at))),
+            None,
+        );
+        let e = sent.unwrap_err();
+        assert!(
+            matches!(&e, Error::CheckFailed(m) if m.contains("commitment")),
+            "byte {at}: {e}"
+        );
+    }
+    // The same run untouched succeeds.
+    let (r, s) = kos_attacked(700, None, None);
+    r.unwrap();
+    s.unwrap();
+}
+
+#[test]
+fn kos_messages_of_the_wrong_length_are_malformed() {
+    for attack in [
+        Attack::Truncate(5),
+        Attack::DropTail(1),
+        Attack::Extend(vec![0]),
+    ] {
+        // The receiver's three short messages, read by the sender.
+        for msg in [MSG_COMMITMENT, MSG_OPENING, MSG_PROOF] {
+            let (_, sent) = kos_attacked(300, Some((Target::first(msg), attack.clone())), None);
+            let e = sent.unwrap_err();
+            assert!(
+                matches!(&e, Error::Malformed { message, .. } if *message == msg),
+                "{msg}, {attack:?}: {e}"
+            );
+        }
+        // The sender's seed share, read by the receiver.
+        let (recv, _) = kos_attacked(300, None, Some((Target::first(MSG_SEED), attack.clone())));
+        let e = recv.unwrap_err();
+        assert!(
+            matches!(&e, Error::Malformed { message, .. } if *message == MSG_SEED),
+            "{attack:?}: {e}"
+        );
+    }
+    // The frame of the extra OTs' u columns, cut: the sender refuses it as well.
+    let frames = 300usize.div_ceil(CHUNK);
+    let (_, sent) = kos_attacked(
+        300,
+        Some((Target::frame(MSG_U_COLUMNS, frames), Attack::Truncate(16))),
+        None,
+    );
+    let e = sent.unwrap_err();
+    assert!(
+        matches!(&e, Error::Malformed { message, .. } if *message == MSG_U_COLUMNS),
+        "{e}"
+    );
+}
+
+#[test]
+fn kos_bytes_equal_the_traffic_formula() {
+    use blindjoin_core::channel::metered::Metered;
+    for m in [0usize, 1, 129, CHUNK, CHUNK + 1] {
+        let c = choices(m, 4);
+        let (recv, send) = run_two_party(
+            |ch| {
+                let mut r =
+                    KosReceiver::setup(&mut ChouOrlandiSender::default(), ch, &SID, &mut rng(1))
+                        .unwrap();
+                let mut ch = Metered::new(ch);
+                r.receive_random(&mut ch, &c, &mut vec![Block::ZERO; m])
+                    .unwrap();
+                ch.messages_sent()
+            },
+            |ch| {
+                let mut s =
+                    KosSender::setup(&mut ChouOrlandiReceiver::default(), ch, &SID, &mut rng(2))
+                        .unwrap();
+                let mut ch = Metered::new(ch);
+                s.send_random(&mut ch, &mut vec![[Block::ZERO; 2]; m])
+                    .unwrap();
+                ch.messages_sent()
+            },
+        );
+        let want = blindjoin_ot::traffic::kos(m);
+        for (name, bytes) in want {
+            let got = if name == MSG_SEED { &send } else { &recv }
+                .get(name)
+                .map_or(0, |t| t.bytes);
+            assert_eq!(got, bytes, "{name}, m = {m}");
+        }
+        // Nothing else is sent.
+        let total: u64 = want.iter().map(|(_, b)| b).sum();
+        let sent: u64 = recv.values().chain(send.values()).map(|t| t.bytes).sum();
+        assert_eq!(sent, total, "m = {m}");
+        if m > 0 {
+            assert_eq!(recv[MSG_U_COLUMNS].frames as usize, m.div_ceil(CHUNK) + 1);
+        }
+    }
+    assert_eq!(kos::EXTRA % 128, 0);
 }
 
 /// Packs bits as the `_ones` calls take them: bit i at byte i/8, position i%8.

@@ -137,8 +137,10 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::receiver(MSG_COMMIT),
         Message::receiver(MSG_ENDEMIC_SENDER_POINT),
         Message::sender(MSG_ENDEMIC_RECEIVER_PAIRS),
+        Message::receiver(kos::MSG_COMMITMENT),
         Message::receiver(iknp::MSG_U_COLUMNS),
         Message::sender(kos::MSG_SEED),
+        Message::receiver(kos::MSG_OPENING),
         Message::receiver(kos::MSG_PROOF),
         Message::sender(MSG_CHALLENGE),
         Message::receiver(MSG_OPENING),
@@ -188,24 +190,13 @@ fn traffic(s: &Sizes) -> Result<Traffic> {
     Ok(t)
 }
 
-/// The KOS messages of one batch of `m` ≥ 1 random OTs: the u columns of m + EXTRA OTs in
-/// chunks, the challenge seed and the proof.
-fn kos_batch(m: usize) -> [(&'static str, u64); 3] {
-    let h = FRAME_HEADER_LEN as u64;
-    [
-        (iknp::MSG_U_COLUMNS, traffic::u_columns(m + kos::EXTRA, blindjoin_ot::ext::KAPPA)),
-        (kos::MSG_SEED, 16 + h),
-        (kos::MSG_PROOF, 32 + h),
-    ]
-}
-
 /// The KOS messages of `ots` random OTs in batches of [`OT_BATCH`], summed by name.
 fn kos_batches(ots: usize) -> Vec<(&'static str, u64)> {
     let mut sum: Vec<(&'static str, u64)> = Vec::new();
     let mut left = ots;
     while left > 0 {
         let m = left.min(OT_BATCH);
-        for (name, bytes) in kos_batch(m) {
+        for (name, bytes) in traffic::kos(m) {
             match sum.iter_mut().find(|(n, _)| *n == name) {
                 Some(e) => e.1 += bytes,
                 None => sum.push((name, bytes)),
