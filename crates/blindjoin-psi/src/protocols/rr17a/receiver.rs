@@ -2,20 +2,20 @@
 
 use super::{
     MSG_CHALLENGE, MSG_COMMIT, MSG_OPENING, MSG_PERMUTATION, MSG_TAGS, OT_BATCH, PERM_FRAME,
-    PROTOCOL, Positions, TAG_LEN, commitment, hash_key, opened, recv_exact, run_params, tag_hash,
+    PROTOCOL, Positions, TAG_LEN, commitment, hash_key, masks, opened, recv_exact, run_params,
+    tag_hash,
 };
 use crate::hashing::bloom::PositionScratch;
 use crate::protocols::common::{TagTable, tag_from_bytes};
 use crate::run::Run;
 use crate::{ReceiverOutput, RunOptions};
-use blindjoin_core::channel::{BulkReader, Channel, send_elements};
+use blindjoin_core::channel::{BulkReader, Channel};
 use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
 use blindjoin_ot::ext::kos::KosReceiver;
-use rand::{CryptoRng, RngCore};
-use rand::seq::SliceRandom;
+use rand::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
 
@@ -106,6 +106,7 @@ pub(crate) fn receive_with<C: Channel + ?Sized>(
     opening.extend_from_slice(&share[..]);
     opening.extend_from_slice(&nonce[..]);
     ch.send(MSG_OPENING, &opening)?;
+    run.lap("opening");
 
     let key = hash_key(&sid, &theirs, &share);
     let pos = Positions::new(&key, &p)?;
@@ -115,23 +116,30 @@ pub(crate) fn receive_with<C: Channel + ?Sized>(
     for &b in &flat {
         filter[b as usize / 64] |= 1 << (b % 64);
     }
+    run.lap("filter");
     let perm = map_filter(&filter, bits, &open, &choices, ots, rng)?;
+    run.lap("map");
     drop(choices);
-    let bytes: Vec<u8> = perm.iter().flat_map(|v| v.to_le_bytes()).collect();
-    send_elements(ch, MSG_PERMUTATION, &bytes, 4, PERM_FRAME)?;
-    drop(bytes);
-    run.lap("cut and choose");
+    let mut frame = Vec::with_capacity(4 * PERM_FRAME);
+    for part in perm.chunks(PERM_FRAME) {
+        frame.clear();
+        for v in part {
+            frame.extend_from_slice(&v.to_le_bytes());
+        }
+        ch.send(MSG_PERMUTATION, &frame)?;
+    }
+    run.lap("send map");
 
     let th = tag_hash(&sid);
     let mut own = vec![0u8; items.len() * TAG_LEN];
     own.par_chunks_mut(PAR_ITEMS * TAG_LEN)
         .enumerate()
         .for_each(|(c, out)| {
-            for (t, i) in out.chunks_exact_mut(TAG_LEN).zip(c * PAR_ITEMS..) {
-                let at = &flat[starts[i]..starts[i + 1]];
-                let mask = at
-                    .iter()
-                    .fold(Block::ZERO, |m, &b| m ^ msgs[perm[b as usize] as usize]);
+            let first = c * PAR_ITEMS;
+            let count = out.len() / TAG_LEN;
+            let mut sums = vec![Block::ZERO; count];
+            masks(&starts[first..=first + count], &flat, &perm, &msgs, &mut sums);
+            for ((t, i), mask) in out.chunks_exact_mut(TAG_LEN).zip(first..).zip(sums) {
                 let mut input = [0u8; 32];
                 input[..16].copy_from_slice(&items[i].0);
                 input[16..].copy_from_slice(&mask.to_bytes());
@@ -208,7 +216,8 @@ fn map_filter(
     for &j in open {
         is_open[j as usize / 64] |= 1 << (j % 64);
     }
-    let (mut ones, mut rest) = (Vec::new(), Vec::new());
+    let unopened = ots - open.len();
+    let (mut ones, mut rest) = (Vec::with_capacity(unopened), Vec::with_capacity(unopened));
     for j in 0..ots {
         if is_open[j / 64] >> (j % 64) & 1 == 0 {
             if choices[j / 64] >> (j % 64) & 1 == 1 {
@@ -244,23 +253,71 @@ fn map_filter(
     Ok(perm)
 }
 
+/// Random words drawn in blocks of 64 KiB from an AES-CTR PRG.
+struct Words {
+    prg: AesPrg,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl Words {
+    fn new(seed: Block) -> Words {
+        Words {
+            prg: AesPrg::new(seed),
+            buf: vec![0u8; 1 << 16],
+            at: 1 << 16,
+        }
+    }
+
+    fn next_u64(&mut self) -> u64 {
+        if self.at == self.buf.len() {
+            self.prg.fill_bytes(&mut self.buf);
+            self.at = 0;
+        }
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&self.buf[self.at..self.at + 8]);
+        self.at += 8;
+        u64::from_le_bytes(w)
+    }
+
+    /// A uniform value below `n` (> 0): Lemire's multiply-shift with rejection, exact.
+    fn below(&mut self, n: u64) -> u64 {
+        let threshold = n.wrapping_neg() % n;
+        loop {
+            let m = u128::from(self.next_u64()) * u128::from(n);
+            if (m as u64) >= threshold {
+                return (m >> 64) as u64;
+            }
+        }
+    }
+}
+
 /// A uniformly random permutation of `v` (Rao-Sandelius): each element goes to one of 2^10
 /// buckets uniformly at random, each bucket is shuffled (Fisher-Yates, in cache) and the
 /// buckets are concatenated.
 fn shuffle(v: &mut Vec<u32>, rng: &mut impl CryptoRng) {
     let buckets = 1usize << LOG_BUCKETS;
-    let mut prg = AesPrg::new(Block::random(rng));
+    let mut words = Words::new(Block::random(rng));
     let mut parts: Vec<Vec<u32>> = (0..buckets)
-        .map(|_| Vec::with_capacity(v.len() / buckets + 64))
+        .map(|_| Vec::with_capacity(v.len() / buckets + v.len() / buckets / 8 + 64))
         .collect();
-    for &x in v.iter() {
-        parts[(prg.next_u32() >> (32 - LOG_BUCKETS)) as usize].push(x);
+    let mut w = 0u64;
+    for (k, &x) in v.iter().enumerate() {
+        // Six 10-bit bucket indices per 64-bit word.
+        if k % 6 == 0 {
+            w = words.next_u64();
+        }
+        parts[(w & (buckets as u64 - 1)) as usize].push(x);
+        w >>= LOG_BUCKETS;
     }
-    let seeds: Vec<Block> = (0..buckets).map(|_| prg.next_block()).collect();
-    parts
-        .par_iter_mut()
-        .zip(seeds)
-        .for_each(|(p, s)| p.shuffle(&mut AesPrg::new(s)));
+    let seeds: Vec<Block> = (0..buckets).map(|_| Block::random(rng)).collect();
+    parts.par_iter_mut().zip(seeds).for_each(|(p, s)| {
+        let mut words = Words::new(s);
+        for i in (1..p.len()).rev() {
+            let j = words.below(i as u64 + 1) as usize;
+            p.swap(i, j);
+        }
+    });
     v.clear();
     for p in parts {
         v.extend_from_slice(&p);

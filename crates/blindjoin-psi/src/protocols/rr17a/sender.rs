@@ -2,8 +2,8 @@
 
 use super::{
     MSG_CHALLENGE, MSG_COMMIT, MSG_OPENING, MSG_PERMUTATION, MSG_TAGS, OT_BATCH, PROTOCOL,
-    Positions, TAG_LEN, commitment, hash_key, opened, opening_len, recv_exact, run_params, tag_hash,
-    take,
+    Positions, TAG_LEN, commitment, hash_key, masks, opened, opening_len, recv_exact, run_params,
+    tag_hash, take,
 };
 use crate::hashing::bloom::PositionScratch;
 use crate::protocols::common::CHUNK;
@@ -140,12 +140,16 @@ pub fn send<C: Channel + ?Sized>(
         .zip(order.par_chunks(PAR_ITEMS))
         .for_each(|(out, idx)| {
             let (mut scratch, mut at) = (PositionScratch::default(), Vec::new());
-            for (t, &i) in out.chunks_exact_mut(TAG_LEN).zip(idx) {
+            let (mut starts, mut flat) = (vec![0usize], Vec::new());
+            for &i in idx {
+                pos.of(&items[i].0, &mut scratch, &mut at);
+                flat.extend_from_slice(&at);
+                starts.push(flat.len());
+            }
+            let mut sums = vec![Block::ZERO; idx.len()];
+            masks(&starts, &flat, &perm, &ones, &mut sums);
+            for ((t, &i), mask) in out.chunks_exact_mut(TAG_LEN).zip(idx).zip(sums) {
                 let x = &items[i].0;
-                pos.of(x, &mut scratch, &mut at);
-                let mask = at
-                    .iter()
-                    .fold(Block::ZERO, |m, &b| m ^ ones[perm[b as usize] as usize]);
                 let mut input = [0u8; 32];
                 input[..16].copy_from_slice(x);
                 input[16..].copy_from_slice(&mask.to_bytes());
