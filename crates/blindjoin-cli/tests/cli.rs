@@ -1203,12 +1203,13 @@ fn a_peer_that_claims_2_30_keys_and_sends_nothing_costs_no_memory() {
         drop(link);
         assert!(!ok, "{}: {rest}", p.name);
         // The run waits for the silent peer until its deadline, or, for a protocol whose
-        // structures cannot serve 2^30 keys (a Bloom filter has at most 2^32 - 1 positions),
-        // refuses the size at once.
+        // structures cannot serve 2^30 keys (a Bloom filter has at most 2^32 - 1 positions,
+        // cm20_mal's values at most 128 bits), refuses the size at once.
         let last = rest.lines().last().unwrap();
         assert!(
             last.starts_with("blindjoin: error: the run's deadline passed")
-                || last.starts_with("blindjoin: error: invalid parameter `set size`"),
+                || last.starts_with("blindjoin: error: invalid parameter `set size`")
+                || last.starts_with("blindjoin: error: invalid parameter `receiver set size`"),
             "{}: {rest}",
             p.name
         );
