@@ -86,13 +86,7 @@ pub fn send<C: Channel + ?Sized>(
     ch.send(MSG_CHALLENGE, &challenge)?;
 
     let want = opening_len(open.len());
-    let opening = ch.recv(MSG_OPENING, want)?;
-    if opening.len() != want {
-        return Err(Error::malformed(
-            MSG_OPENING,
-            format!("{} bytes, {want} expected for {} opened OTs", opening.len(), open.len()),
-        ));
-    }
+    let opening = recv_exact(ch, MSG_OPENING, want)?;
     let packed = open.len().div_ceil(8);
     let proof = Block::from_bytes(take::<16>(&opening, packed, MSG_OPENING)?);
     let theirs = take::<16>(&opening, packed + 16, MSG_OPENING)?;
