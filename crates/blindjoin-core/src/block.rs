@@ -29,6 +29,15 @@ use std::ops::{BitAnd, BitAndAssign, BitXor, BitXorAssign, Not};
 #[repr(transparent)]
 pub struct Block(pub u128);
 
+/// The memory of `blocks` as 32-bit words, four per block, to reuse a buffer of blocks whose
+/// contents are no longer needed as scratch space (its pages are already mapped).
+pub fn as_words_mut(blocks: &mut [Block]) -> &mut [u32] {
+    // SAFETY: `Block` is `repr(transparent)` over `u128`: 16 bytes, aligned to at least 4, and
+    // every bit pattern is a valid `u128` and a valid `u32`. The slice covers exactly the
+    // blocks' bytes and borrows them exclusively for its lifetime.
+    unsafe { core::slice::from_raw_parts_mut(blocks.as_mut_ptr().cast::<u32>(), blocks.len() * 4) }
+}
+
 impl Block {
     /// The all-zero block (the field's zero).
     pub const ZERO: Block = Block(0);
@@ -395,6 +404,17 @@ mod x86 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn words_of_blocks_are_their_little_endian_quarters() {
+        let mut b = vec![Block(0x0403_0201_0000_0000_0000_0000_0000_0000), Block(5)];
+        let w = super::as_words_mut(&mut b);
+        assert_eq!(w.len(), 8);
+        assert_eq!(w[3], 0x0403_0201);
+        assert_eq!(w[4], 5);
+        w[0] = 9;
+        assert_eq!(b[0].0 & 0xffff_ffff, 9);
+    }
+
     use super::*;
     use rand::{Rng, SeedableRng, rngs::StdRng};
 

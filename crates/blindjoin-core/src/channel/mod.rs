@@ -265,13 +265,24 @@ impl BulkReader {
         &mut self,
         ch: &mut (impl FrameReceiver + ?Sized),
     ) -> Result<Option<Vec<u8>>> {
+        let mut frame = Vec::new();
+        Ok(self.next_frame_into(ch, &mut frame)?.then_some(frame))
+    }
+
+    /// [`BulkReader::next_frame`] into `frame`, reusing its allocation; `false` once all
+    /// expected elements have arrived.
+    pub fn next_frame_into(
+        &mut self,
+        ch: &mut (impl FrameReceiver + ?Sized),
+        frame: &mut Vec<u8>,
+    ) -> Result<bool> {
         if self.remaining == 0 {
-            return Ok(None);
+            return Ok(false);
         }
         let max_elems = (MAX_FRAME_LEN / self.elem_len) as u64;
         let max_len = self.remaining.min(max_elems) as usize * self.elem_len;
-        let frame = ch.recv(self.what, max_len)?;
-        if frame.is_empty() || frame.len() % self.elem_len != 0 {
+        ch.recv_into(self.what, max_len, frame)?;
+        if frame.is_empty() || !frame.len().is_multiple_of(self.elem_len) {
             return Err(Error::malformed(
                 self.what,
                 format!(
@@ -282,6 +293,6 @@ impl BulkReader {
             ));
         }
         self.remaining -= (frame.len() / self.elem_len) as u64;
-        Ok(Some(frame))
+        Ok(true)
     }
 }

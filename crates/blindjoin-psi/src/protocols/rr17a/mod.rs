@@ -1,7 +1,7 @@
 //! `rr17a`: Rindal-Rosulek's Bloom-filter PSI secure against malicious parties.
 //!
 //! **Paper.** Rindal, Rosulek, *Improved Private Set Intersection against Malicious
-//! Adversaries* (Eurocrypt 2017, ePrint 2016/746; "RR17a" in CM20, "[RR17]" in RR17's
+//! Adversaries* (Eurocrypt 2017, ePrint 2016/746; "RR17a" in CM20, "\[RR17\]" in RR17's
 //! evaluation): oblivious Bloom intersection (DCW13 §4) on random OTs whose choice bits are
 //! checked by cut-and-choose, with the receiver's filter mapped onto unopened OTs by a
 //! permutation it sends. The paper's full text is not among this project's sources; the flow
@@ -38,13 +38,22 @@
 //! both: key = SHA-256(sid ‖ seed_S ‖ seed_R); Bloom positions of x: the distinct values of h
 //!   hash functions onto [N_bf] of SHA-256(key ‖ x)
 //! R: its filter BF; π maps each 1 of BF to an unopened OT with c_j = 1 and every other bit to
-//!   another unopened OT, both uniformly at random (one bucketed shuffle per list)
+//!   another unopened OT, both uniformly at random (a bucketed shuffle of each choice's OTs,
+//!   the leftover 1-OTs interleaved with the 0-OTs at uniformly random places)
 //! R → S: π(0) … π(N_bf − 1)                   MSG_PERMUTATION (u32 each)
 //! S: refuse an index ≥ N_ot, opened or repeated
 //! S → R: for each x ∈ X, in random order:
 //!        H(x ‖ ⊕_{i ∈ pos(x)} m^1_{π(i)})     MSG_TAGS (16 bytes each)
 //! R: output the y ∈ Y whose H(y ‖ ⊕_{i ∈ pos(y)} m^{1}_{π(i)}) is among them
 //! ```
+//!
+//! **Implementation.** Both sides keep one message per OT (16 bytes: 4.2 GB each at 2^20).
+//! After the opening the receiver moves the messages of its unopened 1-OTs to the front of
+//! that buffer and sorts π in the rest of it. It computes its own summary values between the
+//! frames of π, while the sender checks them; the sender, which hashed its items and sorted
+//! their positions by segment of π while the receiver built π, adds each segment's messages to
+//! its items' masks as the segment arrives. Every random lookup is a pass of its own, so that
+//! the loads of one pass are independent and overlap.
 //!
 //! **Parameters.** `hashing::cnc_bloom_params`: at n_R = 2^20 h = 90, N_bf = 2.57·10^8,
 //! N_ot = 2.60·10^8, p = 0.008 (the reference implementation's table has N_ot within 1 %;
@@ -66,7 +75,7 @@ mod sender;
 pub use receiver::receive;
 pub use sender::send;
 
-use crate::hashing::bloom::BloomHasher;
+use crate::hashing::bloom::{BloomHasher, PositionScratch};
 use crate::hashing::{CncBloomParams, cnc_bloom_params};
 use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
 use crate::protocols::common::{CHUNK, PSI_ROLES};
@@ -75,7 +84,9 @@ use blindjoin_core::channel::{FRAME_HEADER_LEN, framed_bytes};
 use blindjoin_core::prefix_hash::PrefixHash;
 use blindjoin_core::prg::AesPrg;
 use rand::RngCore;
+use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Error, Result};
+use rayon::prelude::*;
 use blindjoin_ot::base::endemic::{MSG_ENDEMIC_RECEIVER_PAIRS, MSG_ENDEMIC_SENDER_POINT};
 use blindjoin_ot::ext::{iknp, kos};
 use blindjoin_ot::traffic;
@@ -258,17 +269,71 @@ impl Positions {
     }
 }
 
-/// `out[i]` = ⊕ `msgs[perm[b]]` over the positions b of item i, which are
-/// `flat[starts[i]..starts[i + 1]]`: two dependent random loads per position, which the
-/// out-of-order core overlaps across an item's independent positions. (Software prefetching
-/// the next items' entries and messages, 8 and 4 items ahead, made it three times slower at
-/// 2^20: 180 lines in flight per item evict one another.)
-pub(crate) fn masks(starts: &[usize], flat: &[u32], perm: &[u32], msgs: &[Block], out: &mut [Block]) {
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = flat[starts[i]..starts[i + 1]]
-            .iter()
-            .fold(Block::ZERO, |m, &b| m ^ msgs[perm[b as usize] as usize]);
+/// Items per rayon task when hashing items and summing masks.
+pub(crate) const PAR_ITEMS: usize = 1 << 10;
+
+/// The distinct Bloom positions of every item in strides of h: item i's are
+/// `flat[i·h .. i·h + lens[i]]`. Each side later replaces every position b by the OT that π
+/// gives it, so that a mask is one random load per position.
+pub(crate) struct ItemPositions {
+    stride: usize,
+    lens: Vec<u16>,
+    flat: Vec<u32>,
+}
+
+impl ItemPositions {
+    /// The positions of `items` under `pos`.
+    pub(crate) fn of(pos: &Positions, items: &[Item]) -> ItemPositions {
+        let h = pos.hasher.k();
+        let mut lens = vec![0u16; items.len()];
+        let mut flat = vec![0u32; items.len() * h];
+        flat.par_chunks_mut(PAR_ITEMS * h)
+            .zip(lens.par_chunks_mut(PAR_ITEMS))
+            .zip(items.par_chunks(PAR_ITEMS))
+            .for_each(|((f, l), chunk)| {
+                let (mut scratch, mut at) = (PositionScratch::default(), Vec::new());
+                for ((x, f), l) in chunk.iter().zip(f.chunks_exact_mut(h)).zip(l) {
+                    pos.of(&x.0, &mut scratch, &mut at);
+                    f[..at.len()].copy_from_slice(&at);
+                    *l = at.len() as u16;
+                }
+            });
+        ItemPositions { stride: h, lens, flat }
     }
+
+    /// The entries of item `i`.
+    pub(crate) fn item(&self, i: usize) -> &[u32] {
+        &self.flat[i * self.stride..][..usize::from(self.lens[i])]
+    }
+
+    /// Replaces each entry b of items `first..end` by `f(b)`, in parallel. One pass per level
+    /// of a lookup keeps each pass's random loads independent of one another, which the
+    /// out-of-order core overlaps; a chain of dependent loads per entry would not be.
+    pub(crate) fn map_items(&mut self, first: usize, end: usize, f: impl Fn(u32) -> u32 + Sync) {
+        let h = self.stride;
+        self.flat[first * h..end * h]
+            .par_chunks_mut(PAR_ITEMS * h)
+            .zip(self.lens[first..end].par_chunks(PAR_ITEMS))
+            .for_each(|(part, lens)| {
+                for (s, &l) in part.chunks_exact_mut(h).zip(lens) {
+                    s[..usize::from(l)].iter_mut().for_each(|b| *b = f(*b));
+                }
+            });
+    }
+
+    /// Every entry, as (item, value).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (usize, u32)> + '_ {
+        (0..self.lens.len()).flat_map(move |i| self.item(i).iter().map(move |&b| (i, b)))
+    }
+
+}
+
+/// H(x ‖ mask) of item x into `out` (16 bytes).
+pub(crate) fn tag_into(th: &PrefixHash, x: &Item, mask: Block, out: &mut [u8]) {
+    let mut input = [0u8; 32];
+    input[..16].copy_from_slice(&x.0);
+    input[16..].copy_from_slice(&mask.to_bytes());
+    out.copy_from_slice(&th.digest(&input)[..TAG_LEN]);
 }
 
 /// H(x ‖ mask) of one session.

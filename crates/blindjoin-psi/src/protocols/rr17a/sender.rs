@@ -2,10 +2,9 @@
 
 use super::{
     MSG_CHALLENGE, MSG_COMMIT, MSG_OPENING, MSG_PERMUTATION, MSG_TAGS, OT_BATCH, PROTOCOL,
-    Positions, TAG_LEN, commitment, hash_key, masks, opened, opening_len, recv_exact, run_params,
-    tag_hash, take,
+    ItemPositions, Positions, TAG_LEN, commitment, hash_key, opened, opening_len, recv_exact, run_params,
+    tag_hash, tag_into, take,
 };
-use crate::hashing::bloom::PositionScratch;
 use crate::protocols::common::CHUNK;
 use crate::run::Run;
 use crate::{RunOptions, SenderOutput};
@@ -18,9 +17,6 @@ use rand::CryptoRng;
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
-
-/// Items per rayon task when computing summary values.
-const PAR_ITEMS: usize = 1 << 10;
 
 /// Runs the sender with `items` (distinct) on `ch`.
 ///
@@ -38,10 +34,19 @@ pub fn send<C: Channel + ?Sized>(
     let mut run = Run::start(ch, &PROTOCOL, Role::Sender, items.len(), opts, rng)?;
     let sid = run.session.id;
     let p = run_params(run.session.kappa, run.session.lambda, run.session.receiver_size)?;
+    // One 1-message per OT, the used-OT bitmap, and per position of an item its entry and
+    // its place in the sort by segment of π.
+    let entries = items.len() as u64 * u64::from(p.hashes);
     opts.check_memory(
-        "rr17a's sender (one 1-message per OT, the filter map and the used-OT bitmap)",
-        p.ots * 16 + p.bits * 4 + p.ots / 8,
+        "rr17a's sender",
+        p.ots * 16 + p.ots / 8 + entries * 10 + items.len() as u64 * 32,
     )?;
+    if items.len() > u32::MAX as usize {
+        return Err(Error::InvalidParam {
+            field: "sender set size",
+            reason: format!("{} items; at most 2^32 are supported", items.len()),
+        });
+    }
     let ots = usize::try_from(p.ots).map_err(|_| Error::InvalidParam {
         field: "receiver set size",
         reason: format!("{} OTs do not fit this machine", p.ots),
@@ -121,73 +126,119 @@ pub fn send<C: Channel + ?Sized>(
         ));
     }
 
-    let perm = read_map(ch, ots, p.bits, &open)?;
-    run.lap("cut and choose");
-
+    // Hashing the items while the receiver builds π.
     let key = hash_key(&sid, &share, &theirs);
-    let pos = Positions::new(&key, &p)?;
+    let plan = Plan::new(&ItemPositions::of(&Positions::new(&key, &p)?, items), p.bits);
+    run.lap("cut and choose");
+    let sums = read_map(ch, ots, p.bits, &open, &plan, &ones, items.len())?;
+    drop((plan, ones));
+    run.lap("map");
+
     let th = tag_hash(&sid);
+    let mut own = vec![0u8; items.len() * TAG_LEN];
+    own.par_chunks_mut(TAG_LEN)
+        .zip(items.par_iter().zip(&sums))
+        .for_each(|(t, (x, &mask))| tag_into(&th, x, mask, t));
     let mut order: Vec<usize> = (0..items.len()).collect();
     order.shuffle(rng);
-    let mut tags = vec![0u8; items.len() * TAG_LEN];
-    tags.par_chunks_mut(PAR_ITEMS * TAG_LEN)
-        .zip(order.par_chunks(PAR_ITEMS))
-        .for_each(|(out, idx)| {
-            let (mut scratch, mut at) = (PositionScratch::default(), Vec::new());
-            let (mut starts, mut flat) = (vec![0usize], Vec::new());
-            for &i in idx {
-                pos.of(&items[i].0, &mut scratch, &mut at);
-                flat.extend_from_slice(&at);
-                starts.push(flat.len());
-            }
-            let mut sums = vec![Block::ZERO; idx.len()];
-            masks(&starts, &flat, &perm, &ones, &mut sums);
-            for ((t, &i), mask) in out.chunks_exact_mut(TAG_LEN).zip(idx).zip(sums) {
-                let x = &items[i].0;
-                let mut input = [0u8; 32];
-                input[..16].copy_from_slice(x);
-                input[16..].copy_from_slice(&mask.to_bytes());
-                t.copy_from_slice(&th.digest(&input)[..TAG_LEN]);
-            }
-        });
+    let mut tags = Vec::with_capacity(own.len());
+    for &i in &order {
+        tags.extend_from_slice(&own[i * TAG_LEN..][..TAG_LEN]);
+    }
     run.lap("tags");
     send_elements(ch, MSG_TAGS, &tags, TAG_LEN, CHUNK)?;
     Ok(run.sender_output())
 }
 
-/// Reads π: `bits` indices below `ots`, none opened, none repeated.
+/// Entries of π resolved at once.
+const SEGMENT: usize = 1 << 16;
+
+/// The items' positions sorted by segment of π (a counting sort): entry e is position
+/// `segment·SEGMENT + offset[e]` of item `item[e]`.
+struct Plan {
+    start: Vec<usize>,
+    item: Vec<u32>,
+    offset: Vec<u16>,
+}
+
+impl Plan {
+    fn new(at: &ItemPositions, bits: u64) -> Plan {
+        let segments = usize::try_from(bits.div_ceil(SEGMENT as u64)).unwrap_or(usize::MAX);
+        let mut start = vec![0usize; segments + 1];
+        for (_, b) in at.entries() {
+            start[b as usize / SEGMENT + 1] += 1;
+        }
+        for s in 0..segments {
+            start[s + 1] += start[s];
+        }
+        let mut next = start.clone();
+        let mut item = vec![0u32; start[segments]];
+        let mut offset = vec![0u16; start[segments]];
+        for (i, b) in at.entries() {
+            let s = b as usize / SEGMENT;
+            // Fewer than 2^32 items (checked first).
+            item[next[s]] = i as u32;
+            offset[next[s]] = (b as usize % SEGMENT) as u16;
+            next[s] += 1;
+        }
+        Plan { start, item, offset }
+    }
+}
+
+/// Reads π (`bits` indices below `ots`, none opened, none repeated) and returns each item's
+/// mask ⊕ `ones[π(b)]` over its positions b: each segment of π, once read and checked, adds
+/// its messages to the items whose positions it holds.
 fn read_map<C: Channel + ?Sized>(
     ch: &mut C,
     ots: usize,
     bits: u64,
     open: &[u32],
-) -> Result<Vec<u32>> {
+    plan: &Plan,
+    ones: &[Block],
+    n: usize,
+) -> Result<Vec<Block>> {
+    let mut sums = vec![Block::ZERO; n];
     let mut used = vec![0u64; ots.div_ceil(64)];
     for &j in open {
         used[j as usize / 64] |= 1 << (j % 64);
     }
-    let mut perm = Vec::with_capacity(usize::try_from(bits).unwrap_or(0));
+    let mut seg = Vec::with_capacity(SEGMENT);
+    let mut s = 0;
+    let mut add = |s: usize, seg: &[u32]| {
+        for e in plan.start[s]..plan.start[s + 1] {
+            sums[plan.item[e] as usize] ^= ones[seg[usize::from(plan.offset[e])] as usize];
+        }
+    };
     let mut reader = BulkReader::new(MSG_PERMUTATION, 4, bits);
-    while let Some(frame) = reader.next_frame(ch)? {
+    let mut frame = Vec::new();
+    while reader.next_frame_into(ch, &mut frame)? {
         for w in frame.chunks_exact(4) {
             let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-            let at = perm.len();
+            let entry = s * SEGMENT + seg.len();
             if v as usize >= ots {
                 return Err(Error::malformed(
                     MSG_PERMUTATION,
-                    format!("entry {at} names OT {v}; there are {ots}"),
+                    format!("entry {entry} names OT {v}; there are {ots}"),
                 ));
             }
             let (word, bit) = (v as usize / 64, v % 64);
             if used[word] >> bit & 1 == 1 {
                 return Err(Error::malformed(
                     MSG_PERMUTATION,
-                    format!("entry {at} names OT {v}, which is opened or named before"),
+                    format!("entry {entry} names OT {v}, which is opened or named before"),
                 ));
             }
             used[word] |= 1 << bit;
-            perm.push(v);
+            seg.push(v);
+            if seg.len() == SEGMENT {
+                add(s, &seg);
+                seg.clear();
+                s += 1;
+            }
         }
     }
-    Ok(perm)
+    if !seg.is_empty() {
+        add(s, &seg);
+    }
+    Ok(sums)
 }
