@@ -14,7 +14,7 @@ use blindjoin_ot::ext::kk13::Kk13Sender;
 use blindjoin_ot::ext::kkrt::KkrtSender;
 use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
 use blindjoin_psi::protocols::{
-    cm20, cm20_mal, dh_ffc, ecdh, ecdh_nist, gbf, kkrt16, naive, psz14, rgbf, rsa_blind,
+    cm20, cm20_mal, dh_ffc, ecdh, ecdh_nist, gbf, kkrt16, naive, psz14, rgbf, rr17a, rsa_blind,
 };
 use blindjoin_psi::{Protocol, RunOptions};
 use std::fmt::Display;
@@ -222,6 +222,13 @@ pub fn fuzz_cm20(data: &[u8]) -> Outcome {
 /// endemic-OT pairs and values, which is the model it claims.
 pub fn fuzz_cm20_mal(data: &[u8]) -> Outcome {
     fuzz_protocol(&cm20_mal::PROTOCOL, data)
+}
+
+/// `rr17a` in either role (see [`fuzz_kkrt16`]): against a malicious sender's challenge,
+/// KOS seeds and summary values, and a malicious receiver's commitment, KOS columns, opening and
+/// map π, the model it claims.
+pub fn fuzz_rr17a(data: &[u8]) -> Outcome {
+    fuzz_protocol(&rr17a::PROTOCOL, data)
 }
 
 /// `psz14` in either role (see [`fuzz_kkrt16`]).
