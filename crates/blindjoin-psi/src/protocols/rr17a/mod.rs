@@ -373,6 +373,15 @@ pub(crate) fn opened(seed: Block, count: u64, per_mille: u32) -> Vec<u32> {
     out
 }
 
+/// The opened OTs of `ots` as a bitmap: bit j set if j is in `open`.
+pub(crate) fn open_bitmap(open: &[u32], ots: usize) -> Vec<u64> {
+    let mut bits = vec![0u64; ots.div_ceil(64)];
+    for &j in open {
+        bits[j as usize / 64] |= 1 << (j % 64);
+    }
+    bits
+}
+
 /// Receives message `what`, which must be exactly `len` bytes.
 pub(crate) fn recv_exact<C: blindjoin_core::channel::FrameReceiver + ?Sized>(
     ch: &mut C,

@@ -3,7 +3,7 @@
 use super::{
     MSG_CHALLENGE, MSG_COMMIT, MSG_OPENING, MSG_PERMUTATION, MSG_TAGS, OT_BATCH, PERM_FRAME,
     PROTOCOL, Positions, ItemPositions, TAG_LEN, commitment, hash_key, opened, recv_exact,
-    run_params, tag_hash, tag_into, PAR_ITEMS,
+    open_bitmap, run_params, tag_hash, tag_into, PAR_ITEMS,
 };
 use crate::protocols::common::{TagTable, tag_from_bytes};
 use crate::run::Run;
@@ -107,28 +107,20 @@ pub(crate) fn receive_with<C: Channel + ?Sized>(
     // Only the messages of unopened OTs of choice 1 are needed from here: they move to the
     // front of `msgs` (in order; the q-th is found by its OT's rank among them), and the rest
     // of its memory, already mapped, holds π's sort.
+    let live = unopened_words(&open, ots);
     let mut kept = 0;
-    unopened(&open, &choices, ots, |j, c| {
+    unopened(&live, &choices, |j, c| {
         if c {
             msgs[kept] = msgs[j as usize];
             kept += 1;
         }
     });
-    let mut live_ones = vec![0u64; choices.len()];
-    let mut live_rank = Vec::with_capacity(choices.len());
-    let (mut before, mut open_at) = (0u32, open.iter().peekable());
-    for (w, &c) in choices.iter().enumerate() {
-        let mut skip = 0u64;
-        while let Some(&&j) = open_at.peek() {
-            if j as usize / 64 != w {
-                break;
-            }
-            skip |= 1 << (j % 64);
-            open_at.next();
-        }
-        live_ones[w] = c & !skip;
+    let live_ones: Vec<u64> = live.iter().zip(choices.iter()).map(|(l, c)| l & c).collect();
+    let mut live_rank = Vec::with_capacity(live_ones.len());
+    let mut before = 0u32;
+    for w in &live_ones {
         live_rank.push(before);
-        before += (c & !skip).count_ones();
+        before += w.count_ones();
     }
     let (kept_msgs, scratch) = msgs.split_at_mut(kept);
     run.lap("opening");
@@ -143,7 +135,7 @@ pub(crate) fn receive_with<C: Channel + ?Sized>(
     }
     run.lap("filter");
     let mut fresh = Vec::new();
-    let map = Map::build(&filter, bits, &open, &choices, ots, as_words_mut(scratch), &mut fresh, rng)?;
+    let map = Map::build(&filter, bits, &live, &choices, as_words_mut(scratch), &mut fresh, rng)?;
     drop(choices);
     run.lap("map");
 
@@ -244,13 +236,11 @@ struct Map<'a> {
 impl<'a> Map<'a> {
     /// π in `scratch` if it holds the unopened OTs, else in `fresh`. `HashingFailed` if the
     /// cut-and-choose left too few unopened OTs.
-    #[allow(clippy::too_many_arguments)]
     fn build(
         filter: &[u64],
         bits: usize,
-        open: &[u32],
+        live: &[u64],
         choices: &[u64],
-        ots: usize,
         scratch: &'a mut [u32],
         fresh: &'a mut Vec<u32>,
         rng: &mut impl CryptoRng,
@@ -259,7 +249,7 @@ impl<'a> Map<'a> {
         let seed = Block::random(rng);
         let mut counts = vec![0usize; 2 * BUCKETS];
         let mut draw = Buckets::new(seed);
-        unopened(open, choices, ots, |_, c| {
+        unopened(live, choices, |_, c| {
             counts[usize::from(c) * BUCKETS + draw.next()] += 1;
         });
         let ones: usize = counts[BUCKETS..].iter().sum();
@@ -287,7 +277,7 @@ impl<'a> Map<'a> {
             &mut fresh[..]
         };
         let mut draw = Buckets::new(seed);
-        unopened(open, choices, ots, |j, c| {
+        unopened(live, choices, |j, c| {
             let k = usize::from(c) * BUCKETS + draw.next();
             all[next[k]] = j;
             next[k] += 1;
@@ -370,29 +360,24 @@ impl<'a> Map<'a> {
     }
 }
 
-/// Calls `f(j, c_j)` for every unopened OT j, word by word of 64 OTs, in each word those of
-/// choice 1 first (`open` ascending).
-fn unopened(open: &[u32], choices: &[u64], ots: usize, mut f: impl FnMut(u32, bool)) {
-    let mut open = open.iter().peekable();
-    for (w, &c) in choices.iter().enumerate() {
-        let mut skip = 0u64;
-        while let Some(&&j) = open.peek() {
-            if j as usize / 64 != w {
-                break;
-            }
-            skip |= 1 << (j % 64);
-            open.next();
-        }
-        let first = w * 64;
-        let valid = if ots - first >= 64 {
-            u64::MAX
-        } else {
-            (1u64 << (ots - first)) - 1
-        };
-        let live = valid & !skip;
-        for (mut bits, class) in [(live & c, true), (live & !c, false)] {
+/// The unopened OTs of `ots` as a bitmap: bit j set if j < `ots` and j is not in `open`.
+fn unopened_words(open: &[u32], ots: usize) -> Vec<u64> {
+    let mut live = open_bitmap(open, ots);
+    for (w, x) in live.iter_mut().enumerate() {
+        let left = ots - w * 64;
+        let valid = if left >= 64 { u64::MAX } else { (1u64 << left) - 1 };
+        *x = valid & !*x;
+    }
+    live
+}
+
+/// Calls `f(j, c_j)` for every unopened OT j (`live`, from [`unopened_words`]), word by word of
+/// 64 OTs, in each word those of choice 1 first.
+fn unopened(live: &[u64], choices: &[u64], mut f: impl FnMut(u32, bool)) {
+    for (w, (&l, &c)) in live.iter().zip(choices).enumerate() {
+        for (mut bits, class) in [(l & c, true), (l & !c, false)] {
             while bits != 0 {
-                f(first as u32 + bits.trailing_zeros(), class);
+                f((w * 64) as u32 + bits.trailing_zeros(), class);
                 bits &= bits - 1;
             }
         }
@@ -538,9 +523,9 @@ mod tests {
         // In the scratch space, and in a fresh vector when the scratch is too short.
         for room in [ots, 10] {
             let (mut scratch, mut fresh) = (vec![0u32; room], Vec::new());
-            let map =
-                Map::build(&filter, bits, &open, &choices, ots, &mut scratch, &mut fresh, &mut r)
-                    .unwrap();
+            let live = unopened_words(&open, ots);
+            let map = Map::build(&filter, bits, &live, &choices, &mut scratch, &mut fresh, &mut r)
+                .unwrap();
             let p = pi(&map, &filter, bits);
             assert_eq!(p.len(), bits);
             let mut seen = vec![false; ots];
@@ -566,7 +551,8 @@ mod tests {
         let choices = vec![0b111u64];
         let filter = vec![0b1111u64];
         let (mut scratch, mut fresh) = (vec![0u32; 64], Vec::new());
-        match Map::build(&filter, 8, &[], &choices, 64, &mut scratch, &mut fresh, &mut rng(1)) {
+        let live = unopened_words(&[], 64);
+        match Map::build(&filter, 8, &live, &choices, &mut scratch, &mut fresh, &mut rng(1)) {
             Err(Error::HashingFailed(m)) => assert!(m.contains("3 OTs of choice 1 for 4"), "{m}"),
             Err(e) => panic!("{e}"),
             Ok(_) => panic!("built"),
@@ -581,11 +567,11 @@ mod tests {
         let (choices, filter) = (vec![0b000111u64], vec![0b0101u64]);
         let trials = 72 * 100;
         let mut counts: HashMap<Vec<u32>, u32> = HashMap::new();
-        let mut r = rng(9);
+        let (mut r, live) = (rng(9), unopened_words(&[], 6));
         for _ in 0..trials {
             let (mut scratch, mut fresh) = (vec![0u32; 6], Vec::new());
-            let map =
-                Map::build(&filter, 4, &[], &choices, 6, &mut scratch, &mut fresh, &mut r).unwrap();
+            let map = Map::build(&filter, 4, &live, &choices, &mut scratch, &mut fresh, &mut r)
+                .unwrap();
             *counts.entry(pi(&map, &filter, 4)).or_default() += 1;
         }
         assert_eq!(counts.len(), 72);

@@ -3,7 +3,7 @@
 use super::{
     MSG_CHALLENGE, MSG_COMMIT, MSG_OPENING, MSG_PERMUTATION, MSG_TAGS, OT_BATCH, PROTOCOL,
     ItemPositions, Positions, TAG_LEN, commitment, hash_key, opened, opening_len, recv_exact, run_params,
-    tag_hash, tag_into, take,
+    open_bitmap, tag_hash, tag_into, take,
 };
 use crate::protocols::common::CHUNK;
 use crate::run::Run;
@@ -198,10 +198,7 @@ fn read_map<C: Channel + ?Sized>(
     n: usize,
 ) -> Result<Vec<Block>> {
     let mut sums = vec![Block::ZERO; n];
-    let mut used = vec![0u64; ots.div_ceil(64)];
-    for &j in open {
-        used[j as usize / 64] |= 1 << (j % 64);
-    }
+    let mut used = open_bitmap(open, ots);
     let mut seg = Vec::with_capacity(SEGMENT);
     let mut s = 0;
     let mut add = |s: usize, seg: &[u32]| {
