@@ -42,11 +42,13 @@
 //! from chunk to chunk, so the value one setup returns serves any number of OTs, processed in
 //! chunks of at most [`CHUNK`] OTs with memory bounded by the chunk.
 
+pub mod bch;
 pub mod high;
 pub mod iknp;
 pub mod kk13;
 pub mod kkrt;
 pub mod kos;
+pub mod oos;
 mod wide;
 
 use crate::base::{BaseOtReceiver, BaseOtSender};

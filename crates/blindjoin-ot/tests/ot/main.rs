@@ -7,4 +7,5 @@ mod ext;
 mod ideal_base_ot;
 mod kk13;
 mod kkrt;
+mod oos;
 mod zeroize;
