@@ -200,7 +200,7 @@ pub(crate) fn seed_prgs<B: BaseOtReceiver, C: Channel + ?Sized>(
 
 /// The PRG G(k) keyed by a base-OT key (the key's copy in a block is wiped after use; the PRG
 /// wipes its AES round keys when dropped).
-fn prg_from_key(key: &[u8; 16]) -> AesPrg {
+pub(crate) fn prg_from_key(key: &[u8; 16]) -> AesPrg {
     let mut seed = Block::from_bytes(*key);
     let prg = AesPrg::new(seed);
     seed.zeroize();

@@ -79,6 +79,35 @@ pub const MSG_CHALLENGE: &str = "the OOS16 challenge seed";
 /// Name of the receiver's answer to the challenge.
 pub const MSG_PROOF: &str = "the OOS16 consistency proof";
 
+/// The names of one extension's three messages (a protocol that runs the extension in both
+/// directions gives each direction its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Names {
+    /// The receiver's u columns.
+    pub u: &'static str,
+    /// The sender's challenge seed.
+    pub challenge: &'static str,
+    /// The receiver's proof.
+    pub proof: &'static str,
+}
+
+/// The default names.
+pub const NAMES: Names = Names {
+    u: MSG_U_COLUMNS,
+    challenge: MSG_CHALLENGE,
+    proof: MSG_PROOF,
+};
+
+/// Bytes on the wire of one batch of `m` instances, by message: (u columns, challenge, proof).
+pub fn traffic(m: usize) -> [u64; 3] {
+    let h = blindjoin_core::channel::FRAME_HEADER_LEN as u64;
+    [
+        crate::traffic::u_columns(m + CHECK_ROWS, 128 * WIDTH),
+        16 + h,
+        PROOF_BYTES as u64 + h,
+    ]
+}
+
 /// Label of the random oracle H.
 const RO_LABEL: &str = "blindjoin/ot/oos/ro/v1";
 /// Bytes of the proof: λ rows T_l (four blocks) and λ values W_l (one block).
@@ -176,6 +205,7 @@ pub struct OosSender {
     shared: Arc<SenderShared>,
     /// The PRG of the challenge seeds.
     seeds: AesPrg,
+    names: Names,
     spare: Vec<Block>,
 }
 
@@ -235,7 +265,7 @@ impl OosSenderOutputs {
     /// instances of this batch (a bin's slots). Bits of x above 76 are ignored.
     /// `Err(InvalidParam)` if the range leaves the batch.
     pub fn eval_range(&self, x: Block, start: usize, out: &mut [Block]) -> Result<()> {
-        let end = start.checked_add(out.len()).unwrap_or(usize::MAX);
+        let end = start.saturating_add(out.len());
         if end > self.len {
             return Err(Error::InvalidParam {
                 field: "instance",
@@ -297,9 +327,49 @@ impl OosSender {
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
     ) -> Result<Self> {
-        let ro = RowHash::new(RO_LABEL, sid, WIDTH)?;
         let seeds = AesPrg::new(Block::random(rng));
         let core = WideSender::setup(base, ch, sid, WIDTH, rng)?;
+        Self::from_core(core, sid, seeds)
+    }
+
+    /// The sender on 512 base OTs run by the caller (as their receiver): `choices` is s, bit j
+    /// at index j, and `keys[j]` is k_j^{s_j}. Messages are named by `names`.
+    pub fn from_base(
+        choices: &[bool],
+        keys: &[[u8; 16]],
+        names: Names,
+        sid: &[u8; 32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<Self> {
+        if choices.len() != 128 * WIDTH || keys.len() != choices.len() {
+            return Err(Error::InvalidParam {
+                field: "base OT",
+                reason: format!(
+                    "{} choices and {} keys, 512 expected",
+                    choices.len(),
+                    keys.len()
+                ),
+            });
+        }
+        let mut s = vec![Block::ZERO; WIDTH];
+        for (j, &c) in choices.iter().enumerate() {
+            s[j / 128].0 |= u128::from(c) << (j % 128);
+        }
+        let prgs = keys.iter().map(super::prg_from_key).collect();
+        let core = WideSender::from_parts(s, prgs)?;
+        let mut sender = Self::from_core(core, sid, AesPrg::new(Block::random(rng)))?;
+        sender.names = names;
+        Ok(sender)
+    }
+
+    /// The same sender with its messages named by `names`.
+    pub fn named(mut self, names: Names) -> Self {
+        self.names = names;
+        self
+    }
+
+    fn from_core(core: WideSender, sid: &[u8; 32], seeds: AesPrg) -> Result<Self> {
+        let ro = RowHash::new(RO_LABEL, sid, WIDTH)?;
         let mut s = [Block::ZERO; WIDTH];
         s.copy_from_slice(core.s());
         Ok(OosSender {
@@ -310,6 +380,7 @@ impl OosSender {
                 ro,
             }),
             seeds,
+            names: NAMES,
             spare: Vec::new(),
         })
     }
@@ -322,15 +393,16 @@ impl OosSender {
         rows.clear();
         let first = self
             .core
-            .extend(ch, m + CHECK_ROWS, MSG_U_COLUMNS, &mut rows)?;
+            .extend(ch, m + CHECK_ROWS, self.names.u, &mut rows)?;
         let seed = self.seeds.next_block();
-        ch.send(MSG_CHALLENGE, &seed.to_bytes())?;
+        ch.send(self.names.challenge, &seed.to_bytes())?;
         let chi = challenge_bits(seed, m);
         let q = combine(&rows, m, &chi);
-        let proof = ch.recv(MSG_PROOF, PROOF_BYTES)?;
+        let proof_name = self.names.proof;
+        let proof = ch.recv(proof_name, PROOF_BYTES)?;
         if proof.len() != PROOF_BYTES {
             return Err(Error::malformed(
-                MSG_PROOF,
+                proof_name,
                 format!("{} bytes, {PROOF_BYTES} expected", proof.len()),
             ));
         }
@@ -341,11 +413,11 @@ impl OosSender {
             let w = u128::from_le_bytes(
                 w_bytes[16 * l..16 * (l + 1)]
                     .try_into()
-                    .map_err(|_| Error::malformed(MSG_PROOF, "short input sum"))?,
+                    .map_err(|_| Error::malformed(proof_name, "short input sum"))?,
             );
             if w & !MESSAGE_MASK != 0 {
                 return Err(Error::malformed(
-                    MSG_PROOF,
+                    proof_name,
                     format!("input sum {l} has bits above {INPUT_BITS}"),
                 ));
             }
@@ -355,7 +427,7 @@ impl OosSender {
                 let t = u128::from_le_bytes(
                     t_bytes[at..at + 16]
                         .try_into()
-                        .map_err(|_| Error::malformed(MSG_PROOF, "short row sum"))?,
+                        .map_err(|_| Error::malformed(proof_name, "short row sum"))?,
                 );
                 let qk = u128::from(q[l][2 * k]) | (u128::from(q[l][2 * k + 1]) << 64);
                 bad |= (t ^ qk) != (c[k].0 & sh.s[k].0);
@@ -388,6 +460,7 @@ pub struct OosReceiver {
     ro: RowHash,
     /// The PRG of the check rows' inputs.
     check_inputs: AesPrg,
+    names: Names,
     rows: Vec<Block>,
     codes: Vec<Block>,
     inputs: Vec<Block>,
@@ -418,13 +491,42 @@ impl OosReceiver {
         sid: &[u8; 32],
         rng: &mut impl CryptoRng,
     ) -> Result<Self> {
-        let ro = RowHash::new(RO_LABEL, sid, WIDTH)?;
         let check_inputs = AesPrg::new(Block::random(rng));
+        let core = WideReceiver::setup(base, ch, sid, WIDTH, rng)?;
+        Self::from_core(core, sid, check_inputs)
+    }
+
+    /// The receiver on 512 base OTs run by the caller (as their sender): `pairs[j]` is
+    /// (k_j^0, k_j^1). Messages are named by `names`.
+    pub fn from_base(
+        pairs: &[[[u8; 16]; 2]],
+        names: Names,
+        sid: &[u8; 32],
+        rng: &mut impl CryptoRng,
+    ) -> Result<Self> {
+        let prgs = pairs
+            .iter()
+            .map(|[k0, k1]| [super::prg_from_key(k0), super::prg_from_key(k1)])
+            .collect();
+        let core = WideReceiver::from_parts(WIDTH, prgs)?;
+        let mut r = Self::from_core(core, sid, AesPrg::new(Block::random(rng)))?;
+        r.names = names;
+        Ok(r)
+    }
+
+    /// The same receiver with its messages named by `names`.
+    pub fn named(mut self, names: Names) -> Self {
+        self.names = names;
+        self
+    }
+
+    fn from_core(core: WideReceiver, sid: &[u8; 32], check_inputs: AesPrg) -> Result<Self> {
         Ok(OosReceiver {
-            core: WideReceiver::setup(base, ch, sid, WIDTH, rng)?,
+            core,
             code: Bch511::new(),
-            ro,
+            ro: RowHash::new(RO_LABEL, sid, WIDTH)?,
             check_inputs,
+            names: NAMES,
             rows: Vec::new(),
             codes: Vec::new(),
             inputs: Vec::new(),
@@ -469,7 +571,7 @@ impl OosReceiver {
         let first = self.core.extend(
             ch,
             m + CHECK_ROWS,
-            MSG_U_COLUMNS,
+            self.names.u,
             |start, len, rb, cols| {
                 code.encode_into(&all[start..start + len], codes);
                 rows_to_columns(codes, WIDTH, rb, cols);
@@ -477,9 +579,12 @@ impl OosReceiver {
             &mut self.rows,
         )?;
         self.codes.zeroize();
-        let seed = ch.recv(MSG_CHALLENGE, 16)?;
+        let seed = ch.recv(self.names.challenge, 16)?;
         let seed = Block::from_slice(&seed).ok_or_else(|| {
-            Error::malformed(MSG_CHALLENGE, format!("{} bytes, 16 expected", seed.len()))
+            Error::malformed(
+                self.names.challenge,
+                format!("{} bytes, 16 expected", seed.len()),
+            )
         })?;
         let chi = challenge_bits(seed, m);
         let t = combine(&self.rows, m, &chi);
@@ -494,7 +599,7 @@ impl OosReceiver {
         for v in &w {
             proof.extend_from_slice(&v.to_le_bytes());
         }
-        ch.send(MSG_PROOF, &proof)?;
+        ch.send(self.names.proof, &proof)?;
         let rows = &self.rows;
         let mut scratch = self.ro.scratch();
         let (pairs, rest) = out.as_chunks_mut::<2>();

@@ -95,6 +95,7 @@ fn outputs_match_evaluations_across_batches() {
 
 /// Flips bit 0 of row 0 in the first 256 of the 512 columns: the row is no longer the
 /// receiver's codeword plus its PRG outputs, by a non-codeword difference.
+#[allow(clippy::ptr_arg)] // the signature of `Attack::Edit`
 fn corrupt_row_0(frame: &mut Vec<u8>) {
     let rb = frame.len() / 512;
     for j in 0..256 {
@@ -103,6 +104,7 @@ fn corrupt_row_0(frame: &mut Vec<u8>) {
 }
 
 /// Sets bit 100 of the first input sum W_0.
+#[allow(clippy::ptr_arg)] // the signature of `Attack::Edit`
 fn oversized_input_sum(frame: &mut Vec<u8>) {
     let at = CHECK_ROWS * 4 * 16 + 12;
     frame[at] |= 0x10;
@@ -198,8 +200,8 @@ fn timing_2_20_instances() {
             let mut out = [Block::ZERO; 16];
             let mut acc = 0u128;
             for o in &outs {
-                for b in 0..o.len() / 16 {
-                    o.eval_range(x[b], b * 16, &mut out).unwrap();
+                for (b, &xb) in x.iter().enumerate().take(o.len() / 16) {
+                    o.eval_range(xb, b * 16, &mut out).unwrap();
                     acc ^= out[0].0;
                 }
             }

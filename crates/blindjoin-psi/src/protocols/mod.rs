@@ -23,6 +23,7 @@ registry! {
     rgbf,
     gbf,
     rr17a,
+    rr17_de,
     ecdh,
     ecdh_nist,
     dh_ffc,

@@ -18,6 +18,7 @@ mod psz14;
 mod redis_store;
 mod registry;
 mod rgbf;
+mod rr17_de;
 mod rr17a;
 mod rsa_blind;
 mod server_aided;

@@ -1,0 +1,142 @@
+//! `rr17_de` over an in-memory channel: exact intersection indices against a `HashSet` oracle,
+//! the traffic formula, and deviations of either party: an opening that does not open its
+//! commitment, OOS16 rows that are not codewords and forged OOS16 proofs in each direction,
+//! altered masks (which can only lose matches), each ending in an error or a subset of the
+//! true intersection.
+
+use crate::common;
+use crate::common::{Outcome, assert_malformed, assert_subset, fast};
+use blindjoin_core::Error;
+use blindjoin_psi::protocol::Sizes;
+use blindjoin_psi::protocols::rr17_de::{self, FORWARD, REVERSE};
+use blindjoin_psi::{Party, Protocol, Security};
+use blindjoin_testkit::{Attack, Target};
+
+static P: &Protocol = &rr17_de::PROTOCOL;
+
+#[test]
+fn exact_indices() {
+    common::exact_suite(
+        P,
+        &[(3000, 2000, 777), (2000, 3000, 1999), (1, 5000, 1)],
+        1717,
+    );
+}
+
+#[test]
+fn descriptor_claims_malicious_security() {
+    assert_eq!(P.security, Security::Malicious);
+    assert_eq!(P.kappa, &[128]);
+}
+
+#[test]
+fn communication_at_2_20() {
+    // 2^18 bins; B slots per bin and side; 64 bytes of u columns per OOS16 instance in each
+    // direction; n2·B_R masks of ⌈(80 + ⌈log2 B_S⌉)/8⌉ bytes.
+    let n = 1u64 << 20;
+    let traffic = (P.traffic)(&Sizes::new(n, n)).unwrap();
+    let bytes = |name: &str| traffic.iter().find(|(m, _)| *m == name).unwrap().1;
+    let b = blindjoin_psi::hashing::max_bin_size(n, n / 4, 40).unwrap() as u64;
+    let slots = (n / 4) * b;
+    let fwd = bytes(FORWARD.u);
+    assert!(
+        fwd >= 64 * (slots + 512) && fwd < 64 * (slots + 512) + slots / 8,
+        "{fwd}"
+    );
+    let rev = bytes(REVERSE.u);
+    assert!(rev >= 64 * slots && rev < 64 * slots + slots / 8, "{rev}");
+    let mask_len = (80 + u64::from((b as u32).next_power_of_two().trailing_zeros())).div_ceil(8);
+    let masks = bytes(rr17_de::MSG_MASKS);
+    assert!(
+        masks >= n * b * mask_len && masks < n * b * mask_len + 4 * 64 + 64,
+        "{masks}"
+    );
+}
+
+fn attack_receiver(target: Target, attack: Attack) -> (Outcome, Vec<usize>) {
+    common::attacked(P, Party::Receiver, target, attack, &fast())
+}
+
+fn attack_sender(target: Target, attack: Attack) -> (Outcome, Vec<usize>) {
+    common::attacked(P, Party::Sender, target, attack, &fast())
+}
+
+fn check_failed(e: &Error, what: &str) {
+    match e {
+        Error::CheckFailed(m) => assert!(m.contains(what), "{m}"),
+        e => panic!("expected a failed check about {what}, got: {e}"),
+    }
+}
+
+/// Flips bit 0 of the first row in the first 256 of the 512 u columns: the row is the
+/// receiver's codeword plus a non-codeword difference.
+#[allow(clippy::ptr_arg)] // the signature of `Attack::Edit`
+fn corrupt_row(frame: &mut Vec<u8>) {
+    let rb = frame.len() / 512;
+    for j in 0..256 {
+        frame[j * rb] ^= 1;
+    }
+}
+
+#[test]
+fn an_opening_that_does_not_open_the_commitment_is_refused() {
+    let ((ro, so), _) = attack_receiver(
+        Target::first(rr17_de::MSG_OPENING),
+        Attack::Edit(|f| *f.last_mut().unwrap() ^= 1),
+    );
+    check_failed(&so.unwrap_err(), "commitment");
+    assert!(ro.is_err());
+}
+
+#[test]
+fn rows_that_are_not_codewords_are_caught_in_both_directions() {
+    // Frame 0 of the forward u columns is the reverse direction's base OTs, frame 1 the first
+    // chunk of the receiver's slots.
+    for frame in [0, 1] {
+        let ((ro, so), _) = attack_receiver(
+            Target {
+                msg: FORWARD.u,
+                frame,
+            },
+            Attack::Edit(corrupt_row),
+        );
+        check_failed(&so.unwrap_err(), "OOS16");
+        assert!(ro.is_err());
+    }
+    let ((ro, so), _) = attack_sender(Target::first(REVERSE.u), Attack::Edit(corrupt_row));
+    check_failed(&ro.unwrap_err(), "OOS16");
+    assert!(so.is_err());
+}
+
+#[test]
+fn forged_proofs_are_caught_in_both_directions() {
+    let ((_, so), _) = attack_receiver(Target::first(FORWARD.proof), Attack::FlipBit(17));
+    check_failed(&so.unwrap_err(), "OOS16");
+    let ((ro, _), _) = attack_sender(Target::first(REVERSE.proof), Attack::FlipBit(17));
+    check_failed(&ro.unwrap_err(), "OOS16");
+}
+
+#[test]
+fn truncated_messages_are_malformed() {
+    let ((_, so), _) = attack_receiver(Target::first(FORWARD.u), Attack::Truncate(100));
+    assert_malformed(&so.unwrap_err());
+    let ((ro, _), _) = attack_sender(Target::first(rr17_de::MSG_MASKS), Attack::Truncate(100));
+    assert_malformed(&ro.unwrap_err());
+}
+
+#[test]
+fn altered_masks_only_lose_matches() {
+    for at in [0usize, 5, 1000] {
+        let ((ro, so), expected) = attack_sender(
+            Target::first(rr17_de::MSG_MASKS),
+            Attack::Edit(match at {
+                0 => |f: &mut Vec<u8>| f.iter_mut().for_each(|b| *b ^= 0x5a),
+                5 => |f: &mut Vec<u8>| f[5] ^= 1,
+                _ => |f: &mut Vec<u8>| f.reverse(),
+            }),
+        );
+        so.unwrap();
+        let got = ro.unwrap().indices;
+        assert_subset(&got, &expected, expected.len());
+    }
+}
