@@ -38,6 +38,16 @@ pub fn as_words_mut(blocks: &mut [Block]) -> &mut [u32] {
     unsafe { core::slice::from_raw_parts_mut(blocks.as_mut_ptr().cast::<u32>(), blocks.len() * 4) }
 }
 
+/// The memory of `blocks` as bytes: block k's little-endian encoding at `16k..16k + 16` on a
+/// little-endian machine, as [`Block::to_bytes`] gives it (only little-endian targets may rely
+/// on that; the bytes are the `u128`s' in-memory representation).
+pub fn as_bytes(blocks: &[Block]) -> &[u8] {
+    // SAFETY: `Block` is `repr(transparent)` over `u128`: 16 bytes without padding, and any
+    // initialised memory is valid as `u8`. The slice covers exactly the blocks' bytes and
+    // borrows them for its lifetime.
+    unsafe { core::slice::from_raw_parts(blocks.as_ptr().cast::<u8>(), blocks.len() * 16) }
+}
+
 impl Block {
     /// The all-zero block (the field's zero).
     pub const ZERO: Block = Block(0);

@@ -32,6 +32,7 @@ pub mod item;
 pub mod prefix_hash;
 pub mod prg;
 pub mod sha256x;
+pub mod subset_xor;
 pub mod transport;
 pub mod transpose;
 

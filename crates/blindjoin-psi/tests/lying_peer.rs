@@ -211,9 +211,11 @@ fn check_silent(p: &'static Protocol, role: Role) {
             Err(Error::PeerClosed { .. }) => {}
             // A protocol whose structures cannot serve the claim refuses it before anything
             // else (the Bloom-filter protocols: at most 2^32 - 1 filter positions; rr17a: at
-            // most 2^32 OTs; cm20_mal: OPRF values of at most 128 bits).
+            // most 2^32 OTs; cm20_mal: OPRF values of at most 128 bits), or refuses structures
+            // sized by the claim that exceed the memory budget (the RR17 protocols: every
+            // party encodes all bins of the larger set).
             Err(Error::InvalidParam {
-                field: "set size" | "receiver set size",
+                field: "set size" | "receiver set size" | "memory_budget",
                 ..
             }) => {}
             other => panic!("{p} {role}: expected PeerClosed, got {other:?}"),

@@ -38,9 +38,18 @@
 //! so S learns nothing about the w_i from the check. The check rows are not used as OPRF
 //! instances.
 //!
-//! **Hash.** H(i, x) = SHA-256(D ‖ le64(i) ‖ x) truncated to 128 bits (`RowHash` of `wide.rs`
-//! at width 4), a random oracle as in OOS16. The instance index counts across batches (and
-//! over the check rows).
+//! **Hash.** H(i, x) is one SHA-256 compression of the 64-byte row x under a chaining value
+//! fixed by the session and the instance index i (`OosHash`): a random oracle on (i, x) when
+//! the compression function is modelled as Davies-Meyer over an ideal cipher, and half the cost
+//! of hashing le64(i) ‖ x with SHA-256's padding (two compressions). The instance index counts
+//! across batches (and over the check rows).
+//!
+//! **Phases.** A batch runs in three steps that a caller may interleave with other traffic
+//! (a protocol that runs the extension in both directions at once, say): the receiver's
+//! [`OosReceiver::extend`] sends the u columns, the sender's [`OosSender::absorb`] receives
+//! them and draws the challenge, the receiver's [`OosReceiverBatch::prove`] answers it and the
+//! sender's [`OosSenderBatch::verify`] checks the answer. [`OosReceiver::receive`] and
+//! [`OosSender::send`] run the three steps on one channel.
 //!
 //! **Security model.** Malicious receiver (the check), semi-honest-equivalent sender: a
 //! sender cannot deviate in a way that matters, since it sends only the challenge seed, and
@@ -56,13 +65,17 @@
 //! instance index as a tweak, as in [`super::kkrt`].
 
 use super::bch::{self, Bch511, MESSAGE_MASK, WIDTH};
-use super::wide::{RowHash, WideReceiver, WideSender, rows_to_columns};
+use super::wide::{WideReceiver, WideSender, rows_to_columns};
 use super::{check_out_len, grow_wiping};
 use crate::base::{BaseOtReceiver, BaseOtSender};
-use blindjoin_core::channel::Channel;
+use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
+use blindjoin_core::prefix_hash::PrefixHash;
 use blindjoin_core::prg::AesPrg;
+use blindjoin_core::sha256x::{SHA256_IV, compress256_x2};
+use blindjoin_core::subset_xor::xor_rows_by_bits;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
+use sha2::block_api::compress256;
 use std::sync::Arc;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
@@ -108,13 +121,26 @@ pub fn traffic(m: usize) -> [u64; 3] {
     ]
 }
 
+/// Instances per batch whose u columns travel in one frame (the λ check rows included in
+/// the [`super::CHUNK`] rows of a frame).
+pub const ONE_FRAME: usize = super::CHUNK - CHECK_ROWS;
+
+/// Bytes of the u-columns frame of a batch of `m` ≤ [`ONE_FRAME`] instances (512 columns of
+/// m + λ bits, padded to whole blocks).
+pub fn u_frame_len(m: usize) -> usize {
+    128 * WIDTH * super::row_bytes(m + CHECK_ROWS)
+}
+
+/// Bytes of the receiver's proof.
+pub const PROOF_LEN: usize = PROOF_BYTES;
+
 /// Label of the random oracle H.
-const RO_LABEL: &str = "blindjoin/ot/oos/ro/v1";
+const RO_LABEL: &str = "blindjoin/ot/oos/ro/v2";
 /// Bytes of the proof: λ rows T_l (four blocks) and λ values W_l (one block).
 const PROOF_BYTES: usize = CHECK_ROWS * (WIDTH + 1) * 16;
 
-/// λ sums of four-block rows, as words.
-type Acc = [[u64; 2 * WIDTH]; CHECK_ROWS];
+/// λ sums of four-block rows.
+type Acc = [[Block; WIDTH]; CHECK_ROWS];
 
 /// χ_i for rows 0..m: the low λ bits of one 64-bit word per row of AES-CTR under `seed`.
 fn challenge_bits(seed: Block, m: usize) -> Vec<u64> {
@@ -129,37 +155,14 @@ fn challenge_bits(seed: Block, m: usize) -> Vec<u64> {
         .collect()
 }
 
-/// The row of four blocks as eight words.
-#[inline]
-fn words(row: &[Block]) -> [u64; 2 * WIDTH] {
-    let mut w = [0u64; 2 * WIDTH];
-    for (k, b) in row.iter().take(WIDTH).enumerate() {
-        w[2 * k] = b.0 as u64;
-        w[2 * k + 1] = (b.0 >> 64) as u64;
-    }
-    w
-}
-
 /// acc_l = rows[m + l] ⊕ ⊕_i χ_{i,l}·rows[i] over the `m` rows before the check rows.
 fn combine(rows: &[Block], m: usize, chi: &[u64]) -> Acc {
-    let mut acc: Acc = [[0u64; 2 * WIDTH]; CHECK_ROWS];
+    let mut acc = [[Block::ZERO; WIDTH]; CHECK_ROWS];
     for (l, a) in acc.iter_mut().enumerate() {
-        *a = words(&rows[(m + l) * WIDTH..(m + l + 1) * WIDTH]);
+        a.copy_from_slice(&rows[(m + l) * WIDTH..(m + l + 1) * WIDTH]);
     }
     // χ is public, so walking its set bits (half of λ on average) leaks nothing.
-    for (row, &c) in rows.chunks_exact(WIDTH).take(m).zip(chi) {
-        let r = words(row);
-        let mut c = c;
-        while c != 0 {
-            let l = c.trailing_zeros() as usize;
-            c &= c - 1;
-            if let Some(a) = acc.get_mut(l) {
-                for (x, y) in a.iter_mut().zip(&r) {
-                    *x ^= y;
-                }
-            }
-        }
-    }
+    xor_rows_by_bits(rows, &chi[..m], &mut acc);
     acc
 }
 
@@ -182,11 +185,121 @@ fn combine_inputs(inputs: &[Block], m: usize, chi: &[u64]) -> [u128; CHECK_ROWS]
     acc
 }
 
+/// H(i, x) = the first four words of SHA-256's compression function f(V_i, x) on the 64-byte
+/// row x (its four blocks in order, each little-endian), where V_i is the state after the
+/// one-block prefix D of [`PrefixHash`] (label, session id, width) with the instance index i
+/// XORed into its last two words; word k of f is bits 32k..32k + 32 of H.
+///
+/// One compression per row, with no padding block: every input is exactly one block after D,
+/// so the fixed-length iteration needs no length encoding. f is Davies-Meyer over SHACAL-2,
+/// f(V, x) = V + E_x(V); with the row as the cipher key and the chaining value fixed by (D, i),
+/// it is a random function of (i, x) in the ideal-cipher model (an adversary would have to
+/// hit one of the N chaining values V_i by inverting E to exploit a Davies-Meyer fixed point).
+/// This is the random oracle H of OOS16 at half the cost of SHA-256(D ‖ le64(i) ‖ x), whose
+/// 72-byte message takes two compressions.
+#[derive(Clone)]
+pub(crate) struct OosHash {
+    iv: [u32; 8],
+}
+
+impl OosHash {
+    pub(crate) fn new(sid: &[u8; 32]) -> Self {
+        let mut iv = SHA256_IV;
+        compress256(&mut iv, &[PrefixHash::prefix(RO_LABEL, sid, WIDTH as u64)]);
+        OosHash { iv }
+    }
+
+    #[inline]
+    fn state(&self, i: u64) -> [u32; 8] {
+        let mut s = self.iv;
+        s[6] ^= i as u32;
+        s[7] ^= (i >> 32) as u32;
+        s
+    }
+
+    /// H(i, row) for one row of four blocks.
+    #[inline]
+    pub(crate) fn one<T: OosOutput>(&self, i: u64, row: &[Block]) -> T {
+        let mut s = self.state(i);
+        compress256(&mut s, core::slice::from_ref(row_bytes(row)));
+        T::from_state(&s)
+    }
+
+    /// [H(i0, r0), H(i1, r1)], their SHA-NI instruction streams interleaved.
+    #[inline]
+    pub(crate) fn pair<T: OosOutput>(&self, i: [u64; 2], rows: [&[Block]; 2]) -> [T; 2] {
+        let mut s = [self.state(i[0]), self.state(i[1])];
+        compress256_x2(
+            &mut s,
+            [
+                core::slice::from_ref(row_bytes(rows[0])),
+                core::slice::from_ref(row_bytes(rows[1])),
+            ],
+        );
+        [T::from_state(&s[0]), T::from_state(&s[1])]
+    }
+}
+
+/// An output of the OPRF: [`Block`], the first 128 bits of the compression function's output,
+/// or [`Wide`], all 256 bits (for protocols that need more than 128 bits per evaluation).
+pub trait OosOutput: Copy + Default + Zeroize + private::Sealed {
+    /// The output from the state after the compression.
+    #[doc(hidden)]
+    fn from_state(s: &[u32; 8]) -> Self;
+}
+
+/// A 256-bit output: words 0..4 of the compression function's output (the [`Block`] output)
+/// and words 4..8.
+pub type Wide = [Block; 2];
+
+impl OosOutput for Block {
+    #[inline]
+    fn from_state(s: &[u32; 8]) -> Self {
+        output(&s[..4])
+    }
+}
+
+impl OosOutput for Wide {
+    #[inline]
+    fn from_state(s: &[u32; 8]) -> Self {
+        [output(&s[..4]), output(&s[4..])]
+    }
+}
+
+mod private {
+    pub trait Sealed {}
+    impl Sealed for blindjoin_core::Block {}
+    impl Sealed for [blindjoin_core::Block; 2] {}
+}
+
+/// The 64 bytes of a row of four blocks (its first four blocks), each block's little-endian
+/// encoding in order (the in-memory layout of blocks on the little-endian targets this code
+/// runs on; `compile_error!` below keeps it so).
+#[inline]
+fn row_bytes(row: &[Block]) -> &[u8; 64] {
+    let (rows, _) = blindjoin_core::block::as_bytes(&row[..WIDTH]).as_chunks::<64>();
+    &rows[0]
+}
+
+#[cfg(target_endian = "big")]
+compile_error!("the OOS16 row hash reads blocks as their little-endian bytes in memory");
+
+/// Four words of the state, word k at bits 32k..32k + 32.
+#[inline]
+fn output(s: &[u32]) -> Block {
+    Block(
+        u128::from(s[0])
+            | (u128::from(s[1]) << 32)
+            | (u128::from(s[2]) << 64)
+            | (u128::from(s[3]) << 96),
+    )
+}
+
 /// What every batch of sender outputs needs besides its rows.
 struct SenderShared {
     s: [Block; WIDTH],
     code: Bch511,
-    ro: RowHash,
+    ro: OosHash,
 }
 
 impl Drop for SenderShared {
@@ -224,6 +337,98 @@ impl std::fmt::Debug for OosSender {
     }
 }
 
+/// A batch whose rows the sender has, before the receiver's proof is checked: the challenge
+/// goes to the receiver, and [`verify`](Self::verify) checks the answer.
+pub struct OosSenderBatch {
+    rows: Vec<Block>,
+    shared: Arc<SenderShared>,
+    first: u64,
+    len: usize,
+    seed: Block,
+    proof_name: &'static str,
+}
+
+impl std::fmt::Debug for OosSenderBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OosSenderBatch")
+            .field("first", &self.first)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for OosSenderBatch {
+    fn drop(&mut self) {
+        self.rows.zeroize();
+    }
+}
+
+/// The rows are wiped by `Drop`.
+impl ZeroizeOnDrop for OosSenderBatch {}
+
+impl OosSenderBatch {
+    /// The challenge seed to send to the receiver (16 bytes).
+    pub fn challenge(&self) -> [u8; 16] {
+        self.seed.to_bytes()
+    }
+
+    /// Receives the receiver's proof and checks it: the keys of the batch, or
+    /// `Err(CheckFailed)` if the receiver's rows are inconsistent, `Err(Malformed)` on a proof
+    /// of the wrong length or with an input sum above 76 bits.
+    pub fn verify<C: FrameReceiver + ?Sized>(mut self, ch: &mut C) -> Result<OosSenderOutputs> {
+        let m = self.len;
+        let proof_name = self.proof_name;
+        let proof = ch.recv(proof_name, PROOF_BYTES)?;
+        if proof.len() != PROOF_BYTES {
+            return Err(Error::malformed(
+                proof_name,
+                format!("{} bytes, {PROOF_BYTES} expected", proof.len()),
+            ));
+        }
+        let chi = challenge_bits(self.seed, m);
+        let q = combine(&self.rows, m, &chi);
+        let (t_bytes, w_bytes) = proof.split_at(CHECK_ROWS * WIDTH * 16);
+        let sh = &*self.shared;
+        let mut bad = false;
+        for l in 0..CHECK_ROWS {
+            let w = u128::from_le_bytes(
+                w_bytes[16 * l..16 * (l + 1)]
+                    .try_into()
+                    .map_err(|_| Error::malformed(proof_name, "short input sum"))?,
+            );
+            if w & !MESSAGE_MASK != 0 {
+                return Err(Error::malformed(
+                    proof_name,
+                    format!("input sum {l} has bits above {INPUT_BITS}"),
+                ));
+            }
+            let c = sh.code.encode(Block(w));
+            for k in 0..WIDTH {
+                let at = (l * WIDTH + k) * 16;
+                let t = u128::from_le_bytes(
+                    t_bytes[at..at + 16]
+                        .try_into()
+                        .map_err(|_| Error::malformed(proof_name, "short row sum"))?,
+                );
+                bad |= (t ^ q[l][k].0) != (c[k].0 & sh.s[k].0);
+            }
+        }
+        if bad {
+            return Err(Error::CheckFailed(
+                "the OOS16 consistency check on the receiver's rows failed".into(),
+            ));
+        }
+        let mut rows = std::mem::take(&mut self.rows);
+        rows.truncate(m * WIDTH);
+        Ok(OosSenderOutputs {
+            rows,
+            shared: Arc::clone(&self.shared),
+            first: self.first,
+            len: m,
+        })
+    }
+}
+
 /// The sender's keys for a checked batch of OPRF instances.
 pub struct OosSenderOutputs {
     rows: Vec<Block>,
@@ -250,6 +455,19 @@ impl Drop for OosSenderOutputs {
 /// The rows are wiped by `Drop`; s when the last holder of the shared part is dropped.
 impl ZeroizeOnDrop for OosSenderOutputs {}
 
+/// C(x) ∧ s for one input: what the sender adds to an instance's row to evaluate it at x.
+/// Reused across the instances an input is evaluated at ([`OosSenderOutputs::eval_masked`]).
+pub struct MaskedCode([Block; WIDTH]);
+
+impl Drop for MaskedCode {
+    fn drop(&mut self) {
+        self.0.zeroize();
+    }
+}
+
+/// The value is wiped by `Drop`.
+impl ZeroizeOnDrop for MaskedCode {}
+
 impl OosSenderOutputs {
     /// Number of instances in the batch.
     pub fn len(&self) -> usize {
@@ -261,10 +479,31 @@ impl OosSenderOutputs {
         self.len == 0
     }
 
+    /// C(x) ∧ s for `x` (bits above 76 are ignored).
+    pub fn masked_code(&self, x: Block) -> MaskedCode {
+        let sh = &*self.shared;
+        let mut c = sh.code.encode(x);
+        for (c, s) in c.iter_mut().zip(&sh.s) {
+            *c &= *s;
+        }
+        MaskedCode(c)
+    }
+
     /// F_{start+k}(x) into `out[k]` for k < `out.len()`: one input evaluated at consecutive
     /// instances of this batch (a bin's slots). Bits of x above 76 are ignored.
     /// `Err(InvalidParam)` if the range leaves the batch.
     pub fn eval_range(&self, x: Block, start: usize, out: &mut [Block]) -> Result<()> {
+        self.eval_masked(&self.masked_code(x), start, out)
+    }
+
+    /// [`eval_range`](Self::eval_range) with C(x) ∧ s computed once by
+    /// [`masked_code`](Self::masked_code).
+    pub fn eval_masked<T: OosOutput>(
+        &self,
+        c: &MaskedCode,
+        start: usize,
+        out: &mut [T],
+    ) -> Result<()> {
         let end = start.saturating_add(out.len());
         if end > self.len {
             return Err(Error::InvalidParam {
@@ -272,28 +511,18 @@ impl OosSenderOutputs {
                 reason: format!("instances {start}..{end} of a batch of {}", self.len),
             });
         }
-        let sh = &*self.shared;
-        let mut c = sh.code.encode(x);
-        for (c, s) in c.iter_mut().zip(&sh.s) {
-            *c &= *s;
-        }
+        let ro = &self.shared.ro;
+        let c = &c.0;
         let mut rows = [Block::ZERO; 2 * WIDTH];
-        let mut scratch = sh.ro.scratch();
         let (pairs, rest) = out.as_chunks_mut::<2>();
         for (p, o) in pairs.iter_mut().enumerate() {
             let i = start + 2 * p;
-            for h in 0..2 {
-                let q = &self.rows[(i + h) * WIDTH..(i + h + 1) * WIDTH];
-                for k in 0..WIDTH {
-                    rows[h * WIDTH + k] = q[k] ^ c[k];
-                }
+            let q = &self.rows[i * WIDTH..(i + 2) * WIDTH];
+            for k in 0..2 * WIDTH {
+                rows[k] = q[k] ^ c[k % WIDTH];
             }
             let idx = self.first + i as u64;
-            *o = sh.ro.hash_pair(
-                &mut scratch,
-                [idx, idx + 1],
-                [&rows[..WIDTH], &rows[WIDTH..]],
-            );
+            *o = ro.pair([idx, idx + 1], [&rows[..WIDTH], &rows[WIDTH..]]);
         }
         if let Some(o) = rest.first_mut() {
             let i = start + 2 * pairs.len();
@@ -301,12 +530,9 @@ impl OosSenderOutputs {
             for k in 0..WIDTH {
                 rows[k] = q[k] ^ c[k];
             }
-            *o = sh
-                .ro
-                .hash_with(&mut scratch, self.first + i as u64, &rows[..WIDTH]);
+            *o = ro.one(self.first + i as u64, &rows[..WIDTH]);
         }
         rows.zeroize();
-        c.zeroize();
         Ok(())
     }
 
@@ -369,7 +595,6 @@ impl OosSender {
     }
 
     fn from_core(core: WideSender, sid: &[u8; 32], seeds: AesPrg) -> Result<Self> {
-        let ro = RowHash::new(RO_LABEL, sid, WIDTH)?;
         let mut s = [Block::ZERO; WIDTH];
         s.copy_from_slice(core.s());
         Ok(OosSender {
@@ -377,7 +602,7 @@ impl OosSender {
             shared: Arc::new(SenderShared {
                 s,
                 code: Bch511::new(),
-                ro,
+                ro: OosHash::new(sid),
             }),
             seeds,
             names: NAMES,
@@ -385,66 +610,36 @@ impl OosSender {
         })
     }
 
-    /// `m` OPRF instances: receives the u columns of m + λ rows, sends a challenge, checks the
-    /// receiver's proof and returns the keys. `Err(CheckFailed)` if the receiver's rows are
-    /// inconsistent, `Err(Malformed)` on a frame of the wrong size.
-    pub fn send<C: Channel + ?Sized>(&mut self, ch: &mut C, m: usize) -> Result<OosSenderOutputs> {
+    /// Receives the u columns of `m` OPRF instances and their λ check rows (one frame per chunk
+    /// of [`super::CHUNK`] rows, from `ch`) and draws the batch's challenge.
+    /// `Err(Malformed)` on a frame of the wrong size.
+    pub fn absorb<C: FrameReceiver + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        m: usize,
+    ) -> Result<OosSenderBatch> {
         let mut rows = Zeroizing::new(std::mem::take(&mut self.spare));
         rows.clear();
         let first = self
             .core
             .extend(ch, m + CHECK_ROWS, self.names.u, &mut rows)?;
-        let seed = self.seeds.next_block();
-        ch.send(self.names.challenge, &seed.to_bytes())?;
-        let chi = challenge_bits(seed, m);
-        let q = combine(&rows, m, &chi);
-        let proof_name = self.names.proof;
-        let proof = ch.recv(proof_name, PROOF_BYTES)?;
-        if proof.len() != PROOF_BYTES {
-            return Err(Error::malformed(
-                proof_name,
-                format!("{} bytes, {PROOF_BYTES} expected", proof.len()),
-            ));
-        }
-        let (t_bytes, w_bytes) = proof.split_at(CHECK_ROWS * WIDTH * 16);
-        let sh = &*self.shared;
-        let mut bad = false;
-        for l in 0..CHECK_ROWS {
-            let w = u128::from_le_bytes(
-                w_bytes[16 * l..16 * (l + 1)]
-                    .try_into()
-                    .map_err(|_| Error::malformed(proof_name, "short input sum"))?,
-            );
-            if w & !MESSAGE_MASK != 0 {
-                return Err(Error::malformed(
-                    proof_name,
-                    format!("input sum {l} has bits above {INPUT_BITS}"),
-                ));
-            }
-            let c = sh.code.encode(Block(w));
-            for k in 0..WIDTH {
-                let at = (l * WIDTH + k) * 16;
-                let t = u128::from_le_bytes(
-                    t_bytes[at..at + 16]
-                        .try_into()
-                        .map_err(|_| Error::malformed(proof_name, "short row sum"))?,
-                );
-                let qk = u128::from(q[l][2 * k]) | (u128::from(q[l][2 * k + 1]) << 64);
-                bad |= (t ^ qk) != (c[k].0 & sh.s[k].0);
-            }
-        }
-        if bad {
-            return Err(Error::CheckFailed(
-                "the OOS16 consistency check on the receiver's rows failed".into(),
-            ));
-        }
-        rows.truncate(m * WIDTH);
-        Ok(OosSenderOutputs {
+        Ok(OosSenderBatch {
             rows: std::mem::take(&mut *rows),
             shared: Arc::clone(&self.shared),
             first,
             len: m,
+            seed: self.seeds.next_block(),
+            proof_name: self.names.proof,
         })
+    }
+
+    /// `m` OPRF instances on one channel: [`absorb`](Self::absorb), the challenge, and
+    /// [`OosSenderBatch::verify`]. `Err(CheckFailed)` if the receiver's rows are inconsistent,
+    /// `Err(Malformed)` on a frame of the wrong size.
+    pub fn send<C: Channel + ?Sized>(&mut self, ch: &mut C, m: usize) -> Result<OosSenderOutputs> {
+        let batch = self.absorb(ch, m)?;
+        ch.send(self.names.challenge, &batch.challenge())?;
+        batch.verify(ch)
     }
 
     /// Hands a finished batch back so that its (zeroised) buffer serves the next batch.
@@ -457,20 +652,18 @@ impl OosSender {
 pub struct OosReceiver {
     core: WideReceiver,
     code: Bch511,
-    ro: RowHash,
+    ro: OosHash,
     /// The PRG of the check rows' inputs.
     check_inputs: AesPrg,
     names: Names,
-    rows: Vec<Block>,
     codes: Vec<Block>,
-    inputs: Vec<Block>,
+    spare: Vec<Block>,
 }
 
 impl Drop for OosReceiver {
     fn drop(&mut self) {
-        self.rows.zeroize();
         self.codes.zeroize();
-        self.inputs.zeroize();
+        self.spare.zeroize();
     }
 }
 
@@ -480,6 +673,104 @@ impl ZeroizeOnDrop for OosReceiver {}
 impl std::fmt::Debug for OosReceiver {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OosReceiver").finish_non_exhaustive()
+    }
+}
+
+/// A batch whose u columns the receiver has sent: [`prove`](Self::prove) answers the sender's
+/// challenge, and [`outputs`](Self::outputs) gives F_i(w_i).
+pub struct OosReceiverBatch {
+    rows: Vec<Block>,
+    inputs: Vec<Block>,
+    ro: OosHash,
+    first: u64,
+    len: usize,
+    names: Names,
+}
+
+impl std::fmt::Debug for OosReceiverBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OosReceiverBatch")
+            .field("first", &self.first)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for OosReceiverBatch {
+    fn drop(&mut self) {
+        self.rows.zeroize();
+        self.inputs.zeroize();
+    }
+}
+
+/// The rows and inputs are wiped by `Drop`.
+impl ZeroizeOnDrop for OosReceiverBatch {}
+
+impl OosReceiverBatch {
+    /// Receives the sender's challenge seed from `rx` and sends the proof on `tx`.
+    /// `Err(Malformed)` if the seed is not 16 bytes.
+    pub fn prove<R: FrameReceiver + ?Sized, S: FrameSender + ?Sized>(
+        &self,
+        rx: &mut R,
+        tx: &mut S,
+    ) -> Result<()> {
+        let seed = rx.recv(self.names.challenge, 16)?;
+        let seed = Block::from_slice(&seed).ok_or_else(|| {
+            Error::malformed(
+                self.names.challenge,
+                format!("{} bytes, 16 expected", seed.len()),
+            )
+        })?;
+        let m = self.len;
+        let chi = challenge_bits(seed, m);
+        let t = combine(&self.rows, m, &chi);
+        let w = combine_inputs(&self.inputs, m, &chi);
+        let mut proof = Zeroizing::new(Vec::with_capacity(PROOF_BYTES));
+        for row in &t {
+            for b in row {
+                proof.extend_from_slice(&b.to_bytes());
+            }
+        }
+        for v in &w {
+            proof.extend_from_slice(&v.to_le_bytes());
+        }
+        tx.send(self.names.proof, &proof)
+    }
+
+    /// Number of instances in the batch.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// `out[k] = F_{wanted[k]}(w_{wanted[k]})`. `Err(InvalidParam)` if a wanted index is out
+    /// of range or `out.len() != wanted.len()`.
+    pub fn outputs<T: OosOutput>(&self, wanted: &[usize], out: &mut [T]) -> Result<()> {
+        check_out_len(wanted.len(), out.len())?;
+        if let Some(&i) = wanted.iter().find(|&&i| i >= self.len) {
+            return Err(Error::InvalidParam {
+                field: "instance",
+                reason: format!("instance {i} of a batch of {}", self.len),
+            });
+        }
+        let rows = &self.rows;
+        let row = |a: usize| &rows[a * WIDTH..(a + 1) * WIDTH];
+        let first = self.first;
+        let (pairs, rest) = out.as_chunks_mut::<2>();
+        let (wpairs, wrest) = wanted.as_chunks::<2>();
+        for (o, &[a, b]) in pairs.iter_mut().zip(wpairs) {
+            *o = self
+                .ro
+                .pair([first + a as u64, first + b as u64], [row(a), row(b)]);
+        }
+        if let (Some(o), Some(&a)) = (rest.first_mut(), wrest.first()) {
+            *o = self.ro.one(first + a as u64, row(a));
+        }
+        Ok(())
     }
 }
 
@@ -524,28 +815,22 @@ impl OosReceiver {
         Ok(OosReceiver {
             core,
             code: Bch511::new(),
-            ro: RowHash::new(RO_LABEL, sid, WIDTH)?,
+            ro: OosHash::new(sid),
             check_inputs,
             names: NAMES,
-            rows: Vec::new(),
             codes: Vec::new(),
-            inputs: Vec::new(),
+            spare: Vec::new(),
         })
     }
 
-    /// One OPRF instance per input (at most 76 bits each), and the outputs of the instances
-    /// listed in `wanted`: `out[k] = F_{wanted[k]}(inputs[wanted[k]])` (instances the caller
-    /// fills with dummies need no output). Answers the sender's challenge before returning.
-    /// `Err(InvalidParam)` (before anything is sent) if an input has more than 76 bits, a
-    /// wanted index is out of range or `out.len() != wanted.len()`.
-    pub fn receive<C: Channel + ?Sized>(
+    /// One OPRF instance per input (at most 76 bits each) and λ check rows: sends their u
+    /// columns on `ch` (one frame per chunk of [`super::CHUNK`] rows) and returns the batch.
+    /// `Err(InvalidParam)` (before anything is sent) if an input has more than 76 bits.
+    pub fn extend<C: FrameSender + ?Sized>(
         &mut self,
         ch: &mut C,
         inputs: &[Block],
-        wanted: &[usize],
-        out: &mut [Block],
-    ) -> Result<()> {
-        check_out_len(wanted.len(), out.len())?;
+    ) -> Result<OosReceiverBatch> {
         let m = inputs.len();
         if let Some(i) = inputs.iter().position(|w| w.0 & !MESSAGE_MASK != 0) {
             return Err(Error::InvalidParam {
@@ -553,21 +838,16 @@ impl OosReceiver {
                 reason: format!("input {i} has more than {INPUT_BITS} bits"),
             });
         }
-        if let Some(&i) = wanted.iter().find(|&&i| i >= m) {
-            return Err(Error::InvalidParam {
-                field: "instance",
-                reason: format!("instance {i} of a batch of {m}"),
-            });
-        }
-        self.inputs.clear();
-        grow_wiping(&mut self.inputs, m + CHECK_ROWS);
-        self.inputs.extend_from_slice(inputs);
+        let mut all = Vec::new();
+        grow_wiping(&mut all, m + CHECK_ROWS);
+        all.extend_from_slice(inputs);
         for _ in 0..CHECK_ROWS {
             let w = self.check_inputs.next_block();
-            self.inputs.push(Block(w.0 & MESSAGE_MASK));
+            all.push(Block(w.0 & MESSAGE_MASK));
         }
-        self.rows.clear();
-        let (code, codes, all) = (&self.code, &mut self.codes, &self.inputs);
+        let mut rows = std::mem::take(&mut self.spare);
+        rows.clear();
+        let (code, codes) = (&self.code, &mut self.codes);
         let first = self.core.extend(
             ch,
             m + CHECK_ROWS,
@@ -576,53 +856,57 @@ impl OosReceiver {
                 code.encode_into(&all[start..start + len], codes);
                 rows_to_columns(codes, WIDTH, rb, cols);
             },
-            &mut self.rows,
-        )?;
+            &mut rows,
+        );
         self.codes.zeroize();
-        let seed = ch.recv(self.names.challenge, 16)?;
-        let seed = Block::from_slice(&seed).ok_or_else(|| {
-            Error::malformed(
-                self.names.challenge,
-                format!("{} bytes, 16 expected", seed.len()),
-            )
-        })?;
-        let chi = challenge_bits(seed, m);
-        let t = combine(&self.rows, m, &chi);
-        let w = combine_inputs(&self.inputs, m, &chi);
-        let mut proof = Zeroizing::new(Vec::with_capacity(PROOF_BYTES));
-        for row in &t {
-            for k in 0..WIDTH {
-                let v = u128::from(row[2 * k]) | (u128::from(row[2 * k + 1]) << 64);
-                proof.extend_from_slice(&v.to_le_bytes());
+        let first = match first {
+            Ok(f) => f,
+            Err(e) => {
+                rows.zeroize();
+                all.zeroize();
+                return Err(e);
             }
+        };
+        Ok(OosReceiverBatch {
+            rows,
+            inputs: all,
+            ro: self.ro.clone(),
+            first,
+            len: m,
+            names: self.names,
+        })
+    }
+
+    /// Hands a finished batch back so that its (zeroised) row buffer serves the next batch.
+    pub fn recycle(&mut self, mut batch: OosReceiverBatch) {
+        super::keep_spare(&mut self.spare, std::mem::take(&mut batch.rows));
+    }
+
+    /// One OPRF instance per input on one channel: [`extend`](Self::extend), the proof, and
+    /// the outputs of the instances listed in `wanted`:
+    /// `out[k] = F_{wanted[k]}(inputs[wanted[k]])` (instances the caller fills with dummies
+    /// need no output). `Err(InvalidParam)` (before anything is sent) if an input has more
+    /// than 76 bits, a wanted index is out of range or `out.len() != wanted.len()`.
+    pub fn receive<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        inputs: &[Block],
+        wanted: &[usize],
+        out: &mut [Block],
+    ) -> Result<()> {
+        check_out_len(wanted.len(), out.len())?;
+        if let Some(&i) = wanted.iter().find(|&&i| i >= inputs.len()) {
+            return Err(Error::InvalidParam {
+                field: "instance",
+                reason: format!("instance {i} of a batch of {}", inputs.len()),
+            });
         }
-        for v in &w {
-            proof.extend_from_slice(&v.to_le_bytes());
-        }
-        ch.send(self.names.proof, &proof)?;
-        let rows = &self.rows;
-        let mut scratch = self.ro.scratch();
-        let (pairs, rest) = out.as_chunks_mut::<2>();
-        let (wpairs, wrest) = wanted.as_chunks::<2>();
-        for (o, &[a, b]) in pairs.iter_mut().zip(wpairs) {
-            *o = self.ro.hash_pair(
-                &mut scratch,
-                [first + a as u64, first + b as u64],
-                [
-                    &rows[a * WIDTH..(a + 1) * WIDTH],
-                    &rows[b * WIDTH..(b + 1) * WIDTH],
-                ],
-            );
-        }
-        if let (Some(o), Some(&a)) = (rest.first_mut(), wrest.first()) {
-            *o = self.ro.hash_with(
-                &mut scratch,
-                first + a as u64,
-                &rows[a * WIDTH..(a + 1) * WIDTH],
-            );
-        }
-        self.rows.zeroize();
-        self.inputs.zeroize();
+        let batch = self.extend(ch, inputs)?;
+        let (mut rx, mut tx) = ch.split();
+        batch.prove(&mut *rx, &mut *tx)?;
+        drop((rx, tx));
+        batch.outputs(wanted, out)?;
+        self.recycle(batch);
         Ok(())
     }
 }
@@ -639,6 +923,42 @@ mod tests {
         assert_zod::<OosSender>();
         assert_zod::<OosReceiver>();
         assert_zod::<OosSenderOutputs>();
+        assert_zod::<OosSenderBatch>();
+        assert_zod::<OosReceiverBatch>();
+        assert_zod::<MaskedCode>();
+    }
+
+    #[test]
+    fn the_row_hash_is_one_compression_under_the_tweaked_prefix_state() {
+        let sid = [7u8; 32];
+        let h = OosHash::new(&sid);
+        let mut prg = AesPrg::new(Block(11));
+        let mut rows = [Block::ZERO; 2 * WIDTH];
+        prg.fill_blocks(&mut rows);
+        for i in [0u64, 1, 0x1234_5678_9abc_def0] {
+            let mut state = SHA256_IV;
+            compress256(&mut state, &[PrefixHash::prefix(RO_LABEL, &sid, 4)]);
+            state[6] ^= i as u32;
+            state[7] ^= (i >> 32) as u32;
+            let mut block = [0u8; 64];
+            for (k, b) in rows[..WIDTH].iter().enumerate() {
+                block[16 * k..16 * (k + 1)].copy_from_slice(&b.to_bytes());
+            }
+            compress256(&mut state, &[block]);
+            let want = (0..4).fold(0u128, |a, k| a | u128::from(state[k]) << (32 * k));
+            let one: Block = h.one(i, &rows[..WIDTH]);
+            assert_eq!(one, Block(want));
+            let pair: [Block; 2] = h.pair([i, i + 1], [&rows[..WIDTH], &rows[WIDTH..]]);
+            assert_eq!(pair, [one, h.one(i + 1, &rows[WIDTH..])]);
+            assert_ne!(pair[0], h.one::<Block>(i + 1, &rows[..WIDTH]));
+        }
+        assert_ne!(
+            OosHash::new(&[8; 32]).one::<Block>(0, &rows[..WIDTH]),
+            h.one::<Block>(0, &rows[..WIDTH])
+        );
+        let wide: Wide = h.one(5, &rows[..WIDTH]);
+        assert_eq!(wide[0], h.one::<Block>(5, &rows[..WIDTH]));
+        assert_ne!(wide[1], wide[0]);
     }
 
     #[test]
@@ -651,11 +971,12 @@ mod tests {
         assert!(chi.iter().all(|c| c >> CHECK_ROWS == 0));
         let acc = combine(&rows, m, &chi);
         for l in [0, 7, CHECK_ROWS - 1] {
-            let mut want = words(&rows[(m + l) * WIDTH..(m + l + 1) * WIDTH]);
+            let mut want = [Block::ZERO; WIDTH];
+            want.copy_from_slice(&rows[(m + l) * WIDTH..(m + l + 1) * WIDTH]);
             for i in 0..m {
                 if (chi[i] >> l) & 1 == 1 {
-                    let r = words(&rows[i * WIDTH..(i + 1) * WIDTH]);
-                    want.iter_mut().zip(&r).for_each(|(a, b)| *a ^= b);
+                    let r = &rows[i * WIDTH..(i + 1) * WIDTH];
+                    want.iter_mut().zip(r).for_each(|(a, b)| *a ^= *b);
                 }
             }
             assert_eq!(acc[l], want);

@@ -24,6 +24,7 @@ registry! {
     gbf,
     rr17a,
     rr17_de,
+    rr17_ec,
     ecdh,
     ecdh_nist,
     dh_ffc,

@@ -19,6 +19,7 @@ mod redis_store;
 mod registry;
 mod rgbf;
 mod rr17_de;
+mod rr17_ec;
 mod rr17a;
 mod rsa_blind;
 mod server_aided;

@@ -46,11 +46,9 @@ fn communication_at_2_20() {
     let rev = bytes(REVERSE.u);
     assert!(rev >= 64 * slots && rev < 64 * slots + slots / 8, "{rev}");
     let mask_len = (80 + u64::from((b as u32).next_power_of_two().trailing_zeros())).div_ceil(8);
+    // One frame per 2^16 masks of each receiver slot position.
     let masks = bytes(rr17_de::MSG_MASKS);
-    assert!(
-        masks >= n * b * mask_len && masks < n * b * mask_len + 4 * 64 + 64,
-        "{masks}"
-    );
+    assert_eq!(masks, n * b * mask_len + 4 * b * (n / (1 << 16)), "{masks}");
 }
 
 fn attack_receiver(target: Target, attack: Attack) -> (Outcome, Vec<usize>) {
@@ -103,9 +101,11 @@ fn rows_that_are_not_codewords_are_caught_in_both_directions() {
         check_failed(&so.unwrap_err(), "OOS16");
         assert!(ro.is_err());
     }
-    let ((ro, so), _) = attack_sender(Target::first(REVERSE.u), Attack::Edit(corrupt_row));
+    // The receiver checks the sender's rows after the sender's last message of the chunk, so
+    // the sender may finish first: only the receiver's error is certain (the CLI's final
+    // verdict then fails the sender's run too).
+    let ((ro, _), _) = attack_sender(Target::first(REVERSE.u), Attack::Edit(corrupt_row));
     check_failed(&ro.unwrap_err(), "OOS16");
-    assert!(so.is_err());
 }
 
 #[test]

@@ -13,7 +13,12 @@
 //! endemic base OTs and OOS16's consistency check. Each party's input to the intersection is
 //! fixed by the encodings it receives as OOS16 receiver (its "commitment"); a comparison value
 //! ties that encoding to the party's evaluation of the other's encodings at the same item, so
-//! a party that uses one item in one role and another in the other matches nothing.
+//! a party that uses one item in one role and another in the other matches nothing. What a
+//! cheating party can still do, as in RR17: fill the empty slots of its bins with further
+//! items (the receiver's effective set has at most m·B_R items, not n1), and a sender can give
+//! an item masks at some of the receiver's slot positions only, which makes the item match
+//! with the probability that the receiver's random slot is among them (a sender of at most
+//! n2·B_R such masks); `SECURITY.md` states both.
 //!
 //! **Message flow** (R learns the intersection of X (|X| = n1), S holds Y (|Y| = n2);
 //! m = ⌈max(n1, n2)/4⌉ bins; B_R, B_S: the largest bin of n1, n2 items in m bins except with
@@ -28,18 +33,24 @@
 //!        (S holds (F_i(0), F_i(1)), R learns F_i(c_i)): S is the reverse receiver
 //! both:  each party puts its items into the m bins and each bin's items into random slots of
 //!        its B slots; empty slots hold 0
-//! per chunk of bins:
-//!   forward:  R is the OOS receiver on its slots' e(x): R gets r_x = F^R_{b,s(x)}(e(x))
-//!   reverse:  S is the OOS receiver on its slots' e(y): S gets r_y = F^S_{b,s(y)}(e(y))
+//! per chunk of bins, both directions at once (each party sends, in this order):
+//!   R → S: forward u columns of R's slots      S → R: reverse u columns of S's slots
+//!   S → R: forward challenge                   R → S: reverse challenge
+//!   R → S: forward proof                       S → R: reverse proof
+//!   R gets r_x = F^R_{b,s(x)}(e(x)), S gets r_y = F^S_{b,s(y)}(e(y)) (OOS16 outputs)
 //!   S, for y in the chunk's bins and l < B_R:  m_{y,l} = F^R_{b,l}(e(y)) ⊕ r_y
 //!   R, for x in the chunk's bins and l < B_S:  v_{x,l} = F^S_{b,l}(e(x)) ⊕ r_x, kept with s(x)
-//! S → R: the masks m_{y,0..B_R}, β bits each, of S's items in a random order
-//! R: x ∈ X ∩ Y  iff  some m_{y,l} equals some v_{x,l'} with l = s(x)
+//! S → R: for l = 0, 1, …, B_R − 1: the n2 masks m_{y,l}, β bits each, ordered by their low
+//!        k bits and uniformly at random within each of the 2^k buckets (k = ⌈log2(n2/2^12)⌉)
+//! R: x ∈ X ∩ Y  iff  some m_{y,l} with l = s(x) mod B_R equals some v_{x,l'}
 //! ```
 //!
 //! If x = y then m_{y,s(x)} = F^R_{b,s(x)}(e(x)) ⊕ F^S_{b,s(y)}(e(y)) = v_{x,s(y)}. R compares
 //! each mask at position l only with the values of its items in slot l, so n2 · n1 · B_S
-//! comparisons, and β = λ + ⌈log2(n1·n2·B_S)⌉ bits keep a false match below 2^-λ.
+//! comparisons, and β = λ + ⌈log2(n1·n2·B_S)⌉ bits keep a false match below 2^-λ. The masks'
+//! order is fixed by their values and fresh randomness, so it tells R nothing that a random
+//! permutation would not; R's table for position l keeps each bucket in one region, so its
+//! lookups stay in the L2 cache (`engine.rs`).
 //!
 //! **Deviations from the reference implementation.** (1) Masks of λ + log2(n1·n2·B_S) bits;
 //! libPSI sends λ + 2·ln(n·B) − 1 bits (a natural logarithm), which at n = 2^20 is 73 bits and
@@ -48,15 +59,18 @@
 //! multiply-shift of AES under the coin-tossed key, and the OOS input is the low d bits (libPSI
 //! takes the low bits modulo the bin count and shifts by log2 n). (4) Four items per bin on
 //! average (libPSI's default is one): fewer, larger bins cost fewer OTs and more comparisons,
-//! and were faster here (docs/BENCHMARKS.md).
+//! and were faster here (docs/BENCHMARKS.md). (5) The masks go out slot position by slot
+//! position in bucket order (libPSI: item by item, in a random order of the items). (6) Both
+//! directions of a chunk run at once, each party's frames read by a thread of its own.
 
+pub(crate) mod engine;
 mod receiver;
 mod sender;
 
 use crate::BaseOt;
 use crate::hashing::max_bin_size;
 use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
-use crate::protocols::common::{CHUNK, PSI_ROLES};
+use crate::protocols::common::PSI_ROLES;
 use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::{FRAME_HEADER_LEN, framed_bytes};
 use blindjoin_core::item::Item;
@@ -94,10 +108,13 @@ pub const REVERSE: Names = Names {
 
 /// Average items per bin of the larger set.
 pub(crate) const ITEMS_PER_BIN: u64 = 4;
-/// OOS16 instances per chunk of bins (at most).
-pub(crate) const CHUNK_OTS: usize = 1 << 17;
 /// Base OTs of each OOS16 direction.
 pub(crate) const BASE_OTS: usize = 512;
+/// Masks per frame of [`MSG_MASKS`].
+pub(crate) const MASK_FRAME: usize = 1 << 16;
+/// Masks per bucket of the sender's order (about): a bucket of the receiver's table then
+/// fits the L2 cache.
+const MASKS_PER_BUCKET: u64 = 1 << 12;
 
 /// The descriptor of `rr17_de`.
 pub static PROTOCOL: Protocol = Protocol {
@@ -169,6 +186,8 @@ pub(crate) struct DeParams {
     pub mask_len: usize,
     /// Bins per chunk.
     pub chunk_bins: usize,
+    /// The masks of one receiver slot position are ordered by their low `bucket_bits` bits.
+    pub bucket_bits: u32,
 }
 
 fn log2_ceil(x: u64) -> u32 {
@@ -207,10 +226,10 @@ pub(crate) fn de_params(lambda: u32, n1: u64, n2: u64) -> Result<DeParams> {
         + log2_ceil(n2.max(1))
         + log2_ceil(slots_s as u64);
     let mask_len = mask_bits.div_ceil(8) as usize;
-    if mask_len > 16 {
+    if mask_len > MAX_MASK_LEN {
         return Err(Error::InvalidParam {
             field: "set size",
-            reason: format!("{mask_bits}-bit masks exceed 128 bits"),
+            reason: format!("{mask_bits}-bit masks exceed {} bits", 8 * MAX_MASK_LEN),
         });
     }
     let bins = usize::try_from(bins).map_err(|_| Error::InvalidParam {
@@ -223,8 +242,19 @@ pub(crate) fn de_params(lambda: u32, n1: u64, n2: u64) -> Result<DeParams> {
         slots_s,
         input_bits,
         mask_len,
-        chunk_bins: (CHUNK_OTS / slots_r.max(slots_s)).max(1),
+        chunk_bins: (oos::ONE_FRAME / slots_r.max(slots_s)).max(1),
+        bucket_bits: log2_ceil(n2.div_ceil(MASKS_PER_BUCKET)),
     })
+}
+
+/// Longest mask (bytes): a table entry holds 96 bits of it.
+const MAX_MASK_LEN: usize = 12;
+
+/// The chunks of bins, in order: `[b0, b1)` of at most `chunk_bins` bins.
+pub(crate) fn chunks(p: &DeParams) -> impl Iterator<Item = (usize, usize)> + '_ {
+    (0..p.bins)
+        .step_by(p.chunk_bins)
+        .map(|b0| (b0, (b0 + p.chunk_bins).min(p.bins)))
 }
 
 /// The bytes of each message.
@@ -258,7 +288,7 @@ fn traffic(s: &Sizes) -> Result<Traffic> {
         (REVERSE.proof, rev[2]),
         (
             MSG_MASKS,
-            framed_bytes(s.n_send, p.slots_r * p.mask_len, CHUNK),
+            p.slots_r as u64 * framed_bytes(s.n_send, p.mask_len, MASK_FRAME),
         ),
     ])
 }
@@ -292,7 +322,7 @@ pub(crate) struct Placement {
     pub slot_inputs: Vec<Block>,
     /// The OOS16 input of each item.
     pub inputs: Vec<Block>,
-    /// The global slot of each item.
+    /// The global slot of each item (its bin, from [`place_in_bins`]).
     pub slot_of: Vec<u32>,
     /// Items ordered by bin, and the start of each bin in that order (bins + 1 entries).
     pub by_bin: Vec<u32>,
@@ -309,6 +339,34 @@ pub(crate) fn place(
     slots: usize,
     rng: &mut AesPrg,
 ) -> Result<Placement> {
+    let mut pl = place_in_bins(items, key, p);
+    for b in 0..p.bins {
+        let load = (pl.bin_start[b + 1] - pl.bin_start[b]) as usize;
+        if load > slots {
+            return Err(Error::HashingFailed(format!(
+                "a bin received {load} items, more than its {slots} slots"
+            )));
+        }
+    }
+    pl.slot_inputs = vec![Block::ZERO; p.bins * slots];
+    let mut perm: Vec<u32> = (0..slots as u32).collect();
+    for b in 0..p.bins {
+        let members = &pl.by_bin[pl.bin_start[b] as usize..pl.bin_start[b + 1] as usize];
+        // A partial Fisher-Yates shuffle gives the members distinct uniform slots.
+        for (k, &i) in members.iter().enumerate() {
+            let r = k + (rng.next_block().0 as u64 % (slots - k) as u64) as usize;
+            perm.swap(k, r);
+            let slot = b * slots + perm[k] as usize;
+            pl.slot_of[i as usize] = slot as u32;
+            pl.slot_inputs[slot] = pl.inputs[i as usize];
+        }
+    }
+    Ok(pl)
+}
+
+/// Maps `items` to bins under `key`, without slots: `slot_of` holds each item's bin and
+/// `slot_inputs` is empty.
+pub(crate) fn place_in_bins(items: &[Item], key: Block, p: &DeParams) -> Placement {
     let aes = FixedKeyAes::new(key);
     let mask = (1u128 << p.input_bits) - 1;
     let mut hashed: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
@@ -324,12 +382,6 @@ pub(crate) fn place(
         bin_start[b as usize + 1] += 1;
     }
     for b in 0..p.bins {
-        if bin_start[b + 1] as usize > slots {
-            return Err(Error::HashingFailed(format!(
-                "a bin received {} items, more than its {slots} slots",
-                bin_start[b + 1]
-            )));
-        }
         bin_start[b + 1] += bin_start[b];
     }
     let mut fill = bin_start.clone();
@@ -338,27 +390,13 @@ pub(crate) fn place(
         by_bin[fill[b as usize] as usize] = i as u32;
         fill[b as usize] += 1;
     }
-    let mut slot_inputs = vec![Block::ZERO; p.bins * slots];
-    let mut slot_of = vec![0u32; items.len()];
-    let mut perm: Vec<u32> = (0..slots as u32).collect();
-    for b in 0..p.bins {
-        let members = &by_bin[bin_start[b] as usize..bin_start[b + 1] as usize];
-        // A partial Fisher-Yates shuffle gives the members distinct uniform slots.
-        for (k, &i) in members.iter().enumerate() {
-            let r = k + (rng.next_block().0 as u64 % (slots - k) as u64) as usize;
-            perm.swap(k, r);
-            let slot = b * slots + perm[k] as usize;
-            slot_of[i as usize] = slot as u32;
-            slot_inputs[slot] = inputs[i as usize];
-        }
-    }
-    Ok(Placement {
-        slot_inputs,
+    Placement {
+        slot_inputs: Vec::new(),
         inputs,
-        slot_of,
+        slot_of: bin_of,
         by_bin,
         bin_start,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -1,19 +1,20 @@
 //! The receiver's side of `rr17_de` (see the module doc for the message flow).
 
+use super::engine::{Entry, MaskTable, Queued, duplex_chunk, forward, read_chunks, truncate};
 use super::{
-    BASE_OTS, FORWARD, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE, PROTOCOL, REVERSE,
-    bin_key, commitment, de_params, place,
+    BASE_OTS, FORWARD, MASK_FRAME, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE, PROTOCOL,
+    REVERSE, bin_key, chunks, commitment, de_params, place,
 };
-use crate::protocols::common::{CHUNK, TagTable, tag_from_bytes};
+use crate::protocols::common::{pipelined, queue_frames, set_size};
 use crate::protocols::rr17a::recv_exact;
 use crate::run::Run;
 use crate::{ReceiverOutput, RunOptions};
-use blindjoin_core::channel::Channel;
+use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
 use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
-use blindjoin_ot::ext::oos::{OosReceiver, OosSender};
+use blindjoin_ot::ext::oos::{self, OosReceiver, OosSender};
 use rand::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
@@ -37,6 +38,11 @@ pub fn receive<C: Channel + ?Sized>(
     let sid = run.session.id;
     let (n1, n2) = run.sizes();
     let p = de_params(run.session.lambda, n1, n2)?;
+    let n2 = set_size(n2)?;
+    run.opts.check_memory(
+        "the bins",
+        (p.bins as u64) * (p.slots_r as u64) * 16 + (n1.max(1) * p.slots_s as u64) * 16,
+    )?;
 
     let (mut share, mut nonce) = (Zeroizing::new([0u8; 16]), Zeroizing::new([0u8; 16]));
     rng.fill_bytes(&mut share[..]);
@@ -70,72 +76,107 @@ pub fn receive<C: Channel + ?Sized>(
     run.lap("bins");
 
     let (br, bs) = (p.slots_r, p.slots_s);
-    let tag_mask = if p.mask_len >= 16 {
-        u128::MAX
-    } else {
-        (1u128 << (8 * p.mask_len)) - 1
-    };
-    let mut table = TagTable::with_capacity(items.len() * bs);
-    let mut own = Zeroizing::new(Vec::new());
-    let mut entries: Vec<(u128, u32)> = Vec::new();
-    for b0 in (0..p.bins).step_by(p.chunk_bins) {
-        let b1 = (b0 + p.chunk_bins).min(p.bins);
-        let members =
-            &pl.by_bin[pl.bin_start[b0] as usize..pl.bin_start[b1] as usize];
-        let wanted: Vec<usize> = members
-            .iter()
-            .map(|&i| pl.slot_of[i as usize] as usize - b0 * br)
-            .collect();
-        own.clear();
-        own.resize(members.len(), Block::ZERO);
-        fwd.receive(ch, &pl.slot_inputs[b0 * br..b1 * br], &wanted, &mut own)?;
-        let keys = rev.send(ch, (b1 - b0) * bs)?;
-        entries.clear();
-        entries.resize(members.len() * bs, (0, 0));
-        let result: Result<()> = entries
-            .par_chunks_mut(PAR_ITEMS * bs)
-            .zip(members.par_chunks(PAR_ITEMS))
-            .zip(own.par_chunks(PAR_ITEMS))
-            .try_for_each(|((e, m), r)| {
-                let mut v = vec![Block::ZERO; bs];
-                for ((e, &i), r) in e.chunks_exact_mut(bs).zip(m).zip(r) {
-                    let bin = pl.slot_of[i as usize] as usize / br;
-                    keys.eval_range(pl.inputs[i as usize], (bin - b0) * bs, &mut v)?;
-                    for (e, v) in e.iter_mut().zip(&v) {
-                        *e = ((v.0 ^ r.0) & tag_mask, i);
+    let queue = queue_frames(oos::u_frame_len(p.chunk_bins * br.max(bs)));
+    let (_, hit) = pipelined(
+        ch,
+        queue,
+        |rx: &mut dyn FrameReceiver, q, aborted| {
+            if !read_chunks(rx, &q, aborted, &p, bs, REVERSE, FORWARD)? {
+                return Ok(());
+            }
+            for _ in 0..br {
+                let mut got = 0;
+                while got < n2 {
+                    let count = MASK_FRAME.min(n2 - got);
+                    if !forward(rx, &q, aborted, MSG_MASKS, count * p.mask_len)? {
+                        return Ok(());
                     }
-                }
-                Ok(())
-            });
-        result?;
-        table.insert_all(&entries);
-        rev.recycle(keys);
-        run.report("encodings", b1 as u64, p.bins as u64);
-    }
-    drop(entries);
-    run.lap("encodings");
-
-    let item_len = br * p.mask_len;
-    let total = usize::try_from(n2).map_err(|_| Error::InvalidParam {
-        field: "sender set size",
-        reason: format!("{n2} items do not fit this machine"),
-    })?;
-    let mut hit = vec![false; items.len()];
-    let mut got = 0usize;
-    while got < total {
-        let count = CHUNK.min(total - got);
-        let frame = recv_exact(ch, MSG_MASKS, count * item_len)?;
-        for masks in frame.chunks_exact(item_len) {
-            for (l, m) in masks.chunks_exact(p.mask_len).enumerate() {
-                let tag = tag_from_bytes(m);
-                if let Some(i) = table.find(tag, |i| pl.slot_of[i as usize] as usize % br == l) {
-                    hit[i as usize] = true;
+                    got += count;
                 }
             }
-        }
-        got += count;
-    }
-    run.lap("match");
+            Ok(())
+        },
+        |tx: &mut dyn FrameSender, q| -> Result<Vec<bool>> {
+            let mut rx = Queued(q);
+            // The receiver's values, by the slot position of their item.
+            let mut values: Vec<Vec<Entry>> = (0..br).map(|_| Vec::new()).collect();
+            let mut own = Zeroizing::new(Vec::new());
+            let mut local: Vec<Entry> = Vec::new();
+            for (b0, b1) in chunks(&p) {
+                let (batch, keys) = duplex_chunk(
+                    tx,
+                    &mut rx,
+                    &mut fwd,
+                    &mut rev,
+                    REVERSE.challenge,
+                    &pl.slot_inputs[b0 * br..b1 * br],
+                    (b1 - b0) * bs,
+                )?;
+                let members = &pl.by_bin[pl.bin_start[b0] as usize..pl.bin_start[b1] as usize];
+                let wanted: Vec<usize> = members
+                    .iter()
+                    .map(|&i| pl.slot_of[i as usize] as usize - b0 * br)
+                    .collect();
+                own.clear();
+                own.resize(members.len(), Block::ZERO);
+                batch.outputs(&wanted, &mut own)?;
+                fwd.recycle(batch);
+                local.clear();
+                local.resize(members.len() * bs, Entry::new(0, 0));
+                let result: Result<()> = local
+                    .par_chunks_mut(PAR_ITEMS * bs)
+                    .zip(members.par_chunks(PAR_ITEMS))
+                    .zip(own.par_chunks(PAR_ITEMS))
+                    .try_for_each(|((e, m), r)| {
+                        let mut v = vec![Block::ZERO; bs];
+                        for ((e, &i), r) in e.chunks_exact_mut(bs).zip(m).zip(r) {
+                            let bin = pl.slot_of[i as usize] as usize / br;
+                            let c = keys.masked_code(pl.inputs[i as usize]);
+                            keys.eval_masked(&c, (bin - b0) * bs, &mut v)?;
+                            for (e, v) in e.iter_mut().zip(&v) {
+                                *e = Entry::new(truncate(*v ^ *r, p.mask_len), i);
+                            }
+                        }
+                        Ok(())
+                    });
+                result?;
+                for (&i, e) in members.iter().zip(local.chunks_exact(bs)) {
+                    values[pl.slot_of[i as usize] as usize % br].extend_from_slice(e);
+                }
+                rev.recycle(keys);
+                run.report("encodings", b1 as u64, p.bins as u64);
+            }
+            drop(local);
+            run.lap("encodings");
+
+            let mut hit = vec![false; items.len()];
+            let mut table = MaskTable::new(p.bucket_bits);
+            let mut scratch = Vec::new();
+            for position in values.iter_mut() {
+                table.fill(position, &mut scratch);
+                *position = Vec::new();
+                let mut got = 0usize;
+                while got < n2 {
+                    let count = MASK_FRAME.min(n2 - got);
+                    let frame = rx.recv(MSG_MASKS, count * p.mask_len)?;
+                    if frame.len() != count * p.mask_len {
+                        return Err(Error::malformed(
+                            MSG_MASKS,
+                            format!("{} bytes, {} expected", frame.len(), count * p.mask_len),
+                        ));
+                    }
+                    for m in frame.chunks_exact(p.mask_len) {
+                        table.find(crate::protocols::common::tag_from_bytes(m), |i| {
+                            hit[i as usize] = true;
+                        });
+                    }
+                    got += count;
+                }
+            }
+            run.lap("match");
+            Ok(hit)
+        },
+    )?;
     let indices = hit
         .iter()
         .enumerate()

@@ -1,19 +1,20 @@
 //! The sender's side of `rr17_de` (see the module doc for the message flow).
 
+use super::engine::{Queued, duplex_chunk, order_masks, read_chunks, truncate};
 use super::{
-    BASE_OTS, FORWARD, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE, PROTOCOL, REVERSE,
-    bin_key, commitment, de_params, place,
+    BASE_OTS, FORWARD, MASK_FRAME, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE, PROTOCOL,
+    REVERSE, bin_key, chunks, commitment, de_params, place,
 };
-use crate::protocols::common::CHUNK;
+use crate::protocols::common::{pipelined, put_tag, queue_frames};
 use crate::protocols::rr17a::recv_exact;
 use crate::run::Run;
 use crate::{RunOptions, SenderOutput};
-use blindjoin_core::channel::Channel;
+use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
 use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
-use blindjoin_ot::ext::oos::{OosReceiver, OosSender};
+use blindjoin_ot::ext::oos::{self, OosReceiver, OosSender};
 use rand::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
@@ -36,6 +37,10 @@ pub fn send<C: Channel + ?Sized>(
     let sid = run.session.id;
     let (n1, n2) = run.sizes();
     let p = de_params(run.session.lambda, n1, n2)?;
+    run.opts.check_memory(
+        "the bins",
+        (p.bins as u64) * (p.slots_s as u64) * 16 + (n2.max(1) * p.slots_r as u64) * 16,
+    )?;
 
     let commit = recv_exact(ch, MSG_COMMIT, 32)?;
     let mut share = Zeroizing::new([0u8; 16]);
@@ -72,60 +77,87 @@ pub fn send<C: Channel + ?Sized>(
 
     let mut prg = AesPrg::new(Block::random(rng));
     let pl = place(items, key, &p, p.slots_s, &mut prg)?;
-    // The masks go out in a random order of the items.
-    let mut order: Vec<u32> = (0..items.len() as u32).collect();
-    for k in (1..order.len()).rev() {
-        let r = (prg.next_block().0 as u64 % (k as u64 + 1)) as usize;
-        order.swap(k, r);
-    }
     run.lap("bins");
 
     let (br, bs) = (p.slots_r, p.slots_s);
-    let item_len = br * p.mask_len;
-    let mut masks = vec![0u8; items.len() * item_len];
-    let mut own = Zeroizing::new(Vec::new());
-    let mut local: Vec<u8> = Vec::new();
-    for b0 in (0..p.bins).step_by(p.chunk_bins) {
-        let b1 = (b0 + p.chunk_bins).min(p.bins);
-        let keys = fwd.send(ch, (b1 - b0) * br)?;
-        let members =
-            &pl.by_bin[pl.bin_start[b0] as usize..pl.bin_start[b1] as usize];
-        let wanted: Vec<usize> = members
-            .iter()
-            .map(|&i| pl.slot_of[i as usize] as usize - b0 * bs)
-            .collect();
-        own.clear();
-        own.resize(members.len(), Block::ZERO);
-        rev.receive(ch, &pl.slot_inputs[b0 * bs..b1 * bs], &wanted, &mut own)?;
-        local.clear();
-        local.resize(members.len() * item_len, 0);
-        let result: Result<()> = local
-            .par_chunks_mut(PAR_ITEMS * item_len)
-            .zip(members.par_chunks(PAR_ITEMS))
-            .zip(own.par_chunks(PAR_ITEMS))
-            .try_for_each(|((out, m), r)| {
-                let mut v = vec![Block::ZERO; br];
-                for ((out, &i), r) in out.chunks_exact_mut(item_len).zip(m).zip(r) {
-                    let bin = pl.slot_of[i as usize] as usize / bs;
-                    keys.eval_range(pl.inputs[i as usize], (bin - b0) * br, &mut v)?;
-                    for (o, v) in out.chunks_exact_mut(p.mask_len).zip(&v) {
-                        o.copy_from_slice(&(v.0 ^ r.0).to_le_bytes()[..p.mask_len]);
+    let queue = queue_frames(oos::u_frame_len(p.chunk_bins * br.max(bs)));
+    pipelined(
+        ch,
+        queue,
+        |rx: &mut dyn FrameReceiver, q, aborted| {
+            read_chunks(rx, &q, aborted, &p, br, FORWARD, REVERSE).map(|_| ())
+        },
+        |tx: &mut dyn FrameSender, q| -> Result<()> {
+            let mut rx = Queued(q);
+            // The masks, by receiver slot position, in the order of the bins.
+            let mut masks: Vec<Vec<u128>> =
+                (0..br).map(|_| Vec::with_capacity(items.len())).collect();
+            let mut own = Zeroizing::new(Vec::new());
+            let mut local: Vec<u128> = Vec::new();
+            for (b0, b1) in chunks(&p) {
+                let (batch, keys) = duplex_chunk(
+                    tx,
+                    &mut rx,
+                    &mut rev,
+                    &mut fwd,
+                    FORWARD.challenge,
+                    &pl.slot_inputs[b0 * bs..b1 * bs],
+                    (b1 - b0) * br,
+                )?;
+                let members = &pl.by_bin[pl.bin_start[b0] as usize..pl.bin_start[b1] as usize];
+                let wanted: Vec<usize> = members
+                    .iter()
+                    .map(|&i| pl.slot_of[i as usize] as usize - b0 * bs)
+                    .collect();
+                own.clear();
+                own.resize(members.len(), Block::ZERO);
+                batch.outputs(&wanted, &mut own)?;
+                rev.recycle(batch);
+                local.clear();
+                local.resize(members.len() * br, 0);
+                let result: Result<()> = local
+                    .par_chunks_mut(PAR_ITEMS * br)
+                    .zip(members.par_chunks(PAR_ITEMS))
+                    .zip(own.par_chunks(PAR_ITEMS))
+                    .try_for_each(|((out, m), r)| {
+                        let mut v = vec![Block::ZERO; br];
+                        for ((out, &i), r) in out.chunks_exact_mut(br).zip(m).zip(r) {
+                            let bin = pl.slot_of[i as usize] as usize / bs;
+                            let c = keys.masked_code(pl.inputs[i as usize]);
+                            keys.eval_masked(&c, (bin - b0) * br, &mut v)?;
+                            for (o, v) in out.iter_mut().zip(&v) {
+                                *o = truncate(*v ^ *r, p.mask_len);
+                            }
+                        }
+                        Ok(())
+                    });
+                result?;
+                for m in local.chunks_exact(br) {
+                    for (position, &v) in masks.iter_mut().zip(m) {
+                        position.push(v);
                     }
                 }
-                Ok(())
-            });
-        result?;
-        for (&i, m) in members.iter().zip(local.chunks_exact(item_len)) {
-            let at = order[i as usize] as usize * item_len;
-            masks[at..at + item_len].copy_from_slice(m);
-        }
-        fwd.recycle(keys);
-        run.report("encodings", b1 as u64, p.bins as u64);
-    }
-    run.lap("encodings");
-    for frame in masks.chunks(CHUNK * item_len) {
-        ch.send(MSG_MASKS, frame)?;
-    }
-    run.lap("masks");
+                fwd.recycle(keys);
+                run.report("encodings", b1 as u64, p.bins as u64);
+            }
+            drop(local);
+            run.lap("encodings");
+            let mut frame = Vec::with_capacity(MASK_FRAME * p.mask_len);
+            for position in masks.iter_mut() {
+                let ordered = order_masks(position, p.bucket_bits, &mut prg);
+                *position = Vec::new();
+                for part in ordered.chunks(MASK_FRAME) {
+                    frame.clear();
+                    frame.resize(part.len() * p.mask_len, 0);
+                    for (dst, &m) in frame.chunks_exact_mut(p.mask_len).zip(part) {
+                        put_tag(dst, m);
+                    }
+                    tx.send(MSG_MASKS, &frame)?;
+                }
+            }
+            run.lap("masks");
+            Ok(())
+        },
+    )?;
     Ok(run.sender_output())
 }
