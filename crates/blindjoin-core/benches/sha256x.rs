@@ -1,11 +1,13 @@
 //! SHA-256 block compressions: `sha2`'s `compress256` on one message at a time against
 //! `blindjoin_core::sha256x::compress256_x2` on two at a time, for messages of 1, 2 and 3 blocks
-//! (the OT row hashes' sizes). Throughput is in 64-byte blocks, so criterion's time per element
-//! is the cost of one block compression.
+//! (the OT row hashes' sizes), and keyed BLAKE3 of one-block messages
+//! (`blindjoin_core::blake3x::Blake3Blocks`, sixteen at a time with AVX-512F). Throughput is in
+//! 64-byte blocks, so criterion's time per element is the cost of one block compression.
 //!
 //! `cargo bench -p blindjoin-core --bench sha256x`
 #![allow(missing_docs)]
 
+use blindjoin_core::blake3x::Blake3Blocks;
 use blindjoin_core::sha256x::{accelerated, compress256_x2};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use sha2::block_api::compress256;
@@ -51,6 +53,21 @@ fn bench(c: &mut Criterion) {
         });
         g.finish();
     }
+    let h = Blake3Blocks::new(&[7; 32]);
+    let blocks: Vec<[u8; 64]> = (0..MSGS)
+        .map(|i| core::array::from_fn(|j| (i * 131 + j) as u8))
+        .collect();
+    let counters: Vec<u64> = (0..MSGS as u64).collect();
+    let mut out = vec![[0u32; 8]; MSGS];
+    let mut g = c.benchmark_group("blake3_keyed_1_block_messages");
+    g.throughput(Throughput::Elements(MSGS as u64));
+    g.bench_function("blake3x", |b| {
+        b.iter(|| {
+            h.hash(black_box(&blocks), &counters, &mut out);
+            out[0][0] ^ out[MSGS - 1][0]
+        })
+    });
+    g.finish();
 }
 
 criterion_group!(benches, bench);

@@ -22,6 +22,7 @@
 #![deny(missing_docs)]
 
 pub mod aes;
+pub mod blake3x;
 pub mod block;
 pub mod cache;
 pub mod channel;

@@ -219,13 +219,15 @@ pub(crate) fn grow_wiping<T: Zeroize + Copy>(buf: &mut Vec<T>, capacity: usize) 
     }
 }
 
-/// Keeps a finished batch's row buffer, zeroised, as the spare of the next batch (if it is the
-/// larger of the two), so that batches reuse memory instead of page-faulting fresh allocations.
+/// Keeps a finished batch's row buffer as the spare of the next batch (if it is the larger of
+/// the two), so that batches reuse memory instead of page-faulting fresh allocations. The kept
+/// buffer is overwritten by the next batch and wiped with its owner (every owner wipes its
+/// spare on drop); the other one is wiped before it is freed.
 pub(crate) fn keep_spare(spare: &mut Vec<Block>, mut rows: Vec<Block>) {
-    rows.zeroize();
     if rows.capacity() > spare.capacity() {
-        *spare = rows;
+        std::mem::swap(spare, &mut rows);
     }
+    rows.zeroize();
 }
 
 /// Checks that the caller gave one output slot per OT.

@@ -38,11 +38,11 @@
 //! so S learns nothing about the w_i from the check. The check rows are not used as OPRF
 //! instances.
 //!
-//! **Hash.** H(i, x) is one SHA-256 compression of the 64-byte row x under a chaining value
-//! fixed by the session and the instance index i (`OosHash`): a random oracle on (i, x) when
-//! the compression function is modelled as Davies-Meyer over an ideal cipher, and half the cost
-//! of hashing le64(i) ‖ x with SHA-256's padding (two compressions). The instance index counts
-//! across batches (and over the check rows).
+//! **Hash.** H(i, x) is BLAKE3 in keyed mode on the 64-byte row x as the one-block chunk at
+//! chunk index i, under a key derived from the session id (`OosHash`,
+//! `blindjoin_core::blake3x`): one compression per row, sixteen rows at a time with AVX-512F,
+//! 128- or 256-bit outputs; a random oracle as in OOS16. The instance index counts across
+//! batches (and over the check rows).
 //!
 //! **Phases.** A batch runs in three steps that a caller may interleave with other traffic
 //! (a protocol that runs the extension in both directions at once, say): the receiver's
@@ -68,14 +68,12 @@ use super::bch::{self, Bch511, MESSAGE_MASK, WIDTH};
 use super::wide::{WideReceiver, WideSender, rows_to_columns};
 use super::{check_out_len, grow_wiping};
 use crate::base::{BaseOtReceiver, BaseOtSender};
+use blindjoin_core::blake3x::Blake3Blocks;
 use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
-use blindjoin_core::prefix_hash::PrefixHash;
 use blindjoin_core::prg::AesPrg;
-use blindjoin_core::sha256x::{SHA256_IV, compress256_x2};
 use blindjoin_core::subset_xor::xor_rows_by_bits;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
-use sha2::block_api::compress256;
 use std::sync::Arc;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
@@ -135,7 +133,7 @@ pub fn u_frame_len(m: usize) -> usize {
 pub const PROOF_LEN: usize = PROOF_BYTES;
 
 /// Label of the random oracle H.
-const RO_LABEL: &str = "blindjoin/ot/oos/ro/v2";
+const RO_LABEL: &str = "blindjoin/ot/oos/ro/v3";
 /// Bytes of the proof: λ rows T_l (four blocks) and λ values W_l (one block).
 const PROOF_BYTES: usize = CHECK_ROWS * (WIDTH + 1) * 16;
 
@@ -185,71 +183,76 @@ fn combine_inputs(inputs: &[Block], m: usize, chi: &[u64]) -> [u128; CHECK_ROWS]
     acc
 }
 
-/// H(i, x) = the first four words of SHA-256's compression function f(V_i, x) on the 64-byte
-/// row x (its four blocks in order, each little-endian), where V_i is the state after the
-/// one-block prefix D of [`PrefixHash`] (label, session id, width) with the instance index i
-/// XORed into its last two words; word k of f is bits 32k..32k + 32 of H.
-///
-/// One compression per row, with no padding block: every input is exactly one block after D,
-/// so the fixed-length iteration needs no length encoding. f is Davies-Meyer over SHACAL-2,
-/// f(V, x) = V + E_x(V); with the row as the cipher key and the chaining value fixed by (D, i),
-/// it is a random function of (i, x) in the ideal-cipher model (an adversary would have to
-/// hit one of the N chaining values V_i by inverting E to exploit a Davies-Meyer fixed point).
-/// This is the random oracle H of OOS16 at half the cost of SHA-256(D ‖ le64(i) ‖ x), whose
-/// 72-byte message takes two compressions.
+/// H(i, x) = BLAKE3's keyed chaining value of the one-block chunk x (the row's 64 bytes, its
+/// four blocks in order, each little-endian) at chunk index i, under a key derived from the
+/// session id ([`Blake3Blocks`]): one BLAKE3 compression per row, sixteen rows at a time with
+/// AVX-512F. BLAKE3's chunk counter separates the instances, the key the sessions; modelled as
+/// a random oracle on (i, x), as OOS16's H is.
 #[derive(Clone)]
 pub(crate) struct OosHash {
-    iv: [u32; 8],
+    h: Blake3Blocks,
 }
+
+/// Rows per call of the hash.
+const LANES: usize = 16;
 
 impl OosHash {
     pub(crate) fn new(sid: &[u8; 32]) -> Self {
-        let mut iv = SHA256_IV;
-        compress256(&mut iv, &[PrefixHash::prefix(RO_LABEL, sid, WIDTH as u64)]);
-        OosHash { iv }
+        OosHash {
+            h: Blake3Blocks::derived(RO_LABEL, sid),
+        }
     }
 
+    /// `out[k] = H(index(k), row(k))` for every k, sixteen rows per compression batch;
+    /// `row(k)` writes row k's four blocks into its argument.
     #[inline]
-    fn state(&self, i: u64) -> [u32; 8] {
-        let mut s = self.iv;
-        s[6] ^= i as u32;
-        s[7] ^= (i >> 32) as u32;
-        s
+    pub(crate) fn rows<T: OosOutput>(
+        &self,
+        out: &mut [T],
+        index: impl Fn(usize) -> u64,
+        row: impl Fn(usize, &mut [Block; WIDTH]),
+    ) {
+        let mut blocks = [[0u8; 64]; LANES];
+        let mut counters = [0u64; LANES];
+        let mut cvs = [[0u32; 8]; LANES];
+        let mut r = [Block::ZERO; WIDTH];
+        for (g, outs) in out.chunks_mut(LANES).enumerate() {
+            for k in 0..outs.len() {
+                let at = LANES * g + k;
+                row(at, &mut r);
+                for (d, b) in blocks[k].chunks_exact_mut(16).zip(&r) {
+                    d.copy_from_slice(&b.to_bytes());
+                }
+                counters[k] = index(at);
+            }
+            self.h.hash16(&blocks, &counters, outs.len(), &mut cvs);
+            for (o, cv) in outs.iter_mut().zip(&cvs) {
+                *o = T::from_state(cv);
+            }
+        }
+        r.zeroize();
+        blocks.as_flattened_mut().zeroize();
+        cvs.as_flattened_mut().zeroize();
     }
 
     /// H(i, row) for one row of four blocks.
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn one<T: OosOutput>(&self, i: u64, row: &[Block]) -> T {
-        let mut s = self.state(i);
-        compress256(&mut s, core::slice::from_ref(row_bytes(row)));
-        T::from_state(&s)
-    }
-
-    /// [H(i0, r0), H(i1, r1)], their SHA-NI instruction streams interleaved.
-    #[inline]
-    pub(crate) fn pair<T: OosOutput>(&self, i: [u64; 2], rows: [&[Block]; 2]) -> [T; 2] {
-        let mut s = [self.state(i[0]), self.state(i[1])];
-        compress256_x2(
-            &mut s,
-            [
-                core::slice::from_ref(row_bytes(rows[0])),
-                core::slice::from_ref(row_bytes(rows[1])),
-            ],
-        );
-        [T::from_state(&s[0]), T::from_state(&s[1])]
+        let mut out = [T::default()];
+        self.rows(&mut out, |_| i, |_, r| r.copy_from_slice(&row[..WIDTH]));
+        out[0]
     }
 }
 
-/// An output of the OPRF: [`Block`], the first 128 bits of the compression function's output,
-/// or [`Wide`], all 256 bits (for protocols that need more than 128 bits per evaluation).
+/// An output of the OPRF: [`Block`], the first 128 bits of the hash's output, or [`Wide`], all
+/// 256 bits (for protocols that need more than 128 bits per evaluation).
 pub trait OosOutput: Copy + Default + Zeroize + private::Sealed {
-    /// The output from the state after the compression.
+    /// The output from the hash's eight words.
     #[doc(hidden)]
     fn from_state(s: &[u32; 8]) -> Self;
 }
 
-/// A 256-bit output: words 0..4 of the compression function's output (the [`Block`] output)
-/// and words 4..8.
+/// A 256-bit output: words 0..4 of the hash's output (the [`Block`] output) and words 4..8.
 pub type Wide = [Block; 2];
 
 impl OosOutput for Block {
@@ -271,18 +274,6 @@ mod private {
     impl Sealed for blindjoin_core::Block {}
     impl Sealed for [blindjoin_core::Block; 2] {}
 }
-
-/// The 64 bytes of a row of four blocks (its first four blocks), each block's little-endian
-/// encoding in order (the in-memory layout of blocks on the little-endian targets this code
-/// runs on; `compile_error!` below keeps it so).
-#[inline]
-fn row_bytes(row: &[Block]) -> &[u8; 64] {
-    let (rows, _) = blindjoin_core::block::as_bytes(&row[..WIDTH]).as_chunks::<64>();
-    &rows[0]
-}
-
-#[cfg(target_endian = "big")]
-compile_error!("the OOS16 row hash reads blocks as their little-endian bytes in memory");
 
 /// Four words of the state, word k at bits 32k..32k + 32.
 #[inline]
@@ -511,28 +502,18 @@ impl OosSenderOutputs {
                 reason: format!("instances {start}..{end} of a batch of {}", self.len),
             });
         }
-        let ro = &self.shared.ro;
         let c = &c.0;
-        let mut rows = [Block::ZERO; 2 * WIDTH];
-        let (pairs, rest) = out.as_chunks_mut::<2>();
-        for (p, o) in pairs.iter_mut().enumerate() {
-            let i = start + 2 * p;
-            let q = &self.rows[i * WIDTH..(i + 2) * WIDTH];
-            for k in 0..2 * WIDTH {
-                rows[k] = q[k] ^ c[k % WIDTH];
-            }
-            let idx = self.first + i as u64;
-            *o = ro.pair([idx, idx + 1], [&rows[..WIDTH], &rows[WIDTH..]]);
-        }
-        if let Some(o) = rest.first_mut() {
-            let i = start + 2 * pairs.len();
-            let q = &self.rows[i * WIDTH..(i + 1) * WIDTH];
-            for k in 0..WIDTH {
-                rows[k] = q[k] ^ c[k];
-            }
-            *o = ro.one(self.first + i as u64, &rows[..WIDTH]);
-        }
-        rows.zeroize();
+        let (rows, first) = (&self.rows, self.first);
+        self.shared.ro.rows(
+            out,
+            |k| first + (start + k) as u64,
+            |k, r| {
+                let q = &rows[(start + k) * WIDTH..(start + k + 1) * WIDTH];
+                for ((r, q), c) in r.iter_mut().zip(q).zip(c) {
+                    *r = *q ^ *c;
+                }
+            },
+        );
         Ok(())
     }
 
@@ -757,19 +738,12 @@ impl OosReceiverBatch {
                 reason: format!("instance {i} of a batch of {}", self.len),
             });
         }
-        let rows = &self.rows;
-        let row = |a: usize| &rows[a * WIDTH..(a + 1) * WIDTH];
-        let first = self.first;
-        let (pairs, rest) = out.as_chunks_mut::<2>();
-        let (wpairs, wrest) = wanted.as_chunks::<2>();
-        for (o, &[a, b]) in pairs.iter_mut().zip(wpairs) {
-            *o = self
-                .ro
-                .pair([first + a as u64, first + b as u64], [row(a), row(b)]);
-        }
-        if let (Some(o), Some(&a)) = (rest.first_mut(), wrest.first()) {
-            *o = self.ro.one(first + a as u64, row(a));
-        }
+        let (rows, first) = (&self.rows, self.first);
+        self.ro.rows(
+            out,
+            |k| first + wanted[k] as u64,
+            |k, r| r.copy_from_slice(&rows[wanted[k] * WIDTH..(wanted[k] + 1) * WIDTH]),
+        );
         Ok(())
     }
 }
@@ -929,36 +903,46 @@ mod tests {
     }
 
     #[test]
-    fn the_row_hash_is_one_compression_under_the_tweaked_prefix_state() {
+    fn the_row_hash_is_keyed_blake3_of_the_row_at_the_instance_index() {
         let sid = [7u8; 32];
         let h = OosHash::new(&sid);
         let mut prg = AesPrg::new(Block(11));
-        let mut rows = [Block::ZERO; 2 * WIDTH];
+        let mut rows = vec![Block::ZERO; 40 * WIDTH];
         prg.fill_blocks(&mut rows);
-        for i in [0u64, 1, 0x1234_5678_9abc_def0] {
-            let mut state = SHA256_IV;
-            compress256(&mut state, &[PrefixHash::prefix(RO_LABEL, &sid, 4)]);
-            state[6] ^= i as u32;
-            state[7] ^= (i >> 32) as u32;
-            let mut block = [0u8; 64];
+        let key = Blake3Blocks::derived(RO_LABEL, &sid);
+        for i in [0u64, 1, 0x1234_5678_9abc] {
+            let mut block = [[0u8; 64]; 1];
             for (k, b) in rows[..WIDTH].iter().enumerate() {
-                block[16 * k..16 * (k + 1)].copy_from_slice(&b.to_bytes());
+                block[0][16 * k..16 * (k + 1)].copy_from_slice(&b.to_bytes());
             }
-            compress256(&mut state, &[block]);
-            let want = (0..4).fold(0u128, |a, k| a | u128::from(state[k]) << (32 * k));
+            let mut cv = [[0u32; 8]; 1];
+            key.hash(&block, &[i], &mut cv);
+            let want = (0..4).fold(0u128, |a, k| a | u128::from(cv[0][k]) << (32 * k));
             let one: Block = h.one(i, &rows[..WIDTH]);
             assert_eq!(one, Block(want));
-            let pair: [Block; 2] = h.pair([i, i + 1], [&rows[..WIDTH], &rows[WIDTH..]]);
-            assert_eq!(pair, [one, h.one(i + 1, &rows[WIDTH..])]);
-            assert_ne!(pair[0], h.one::<Block>(i + 1, &rows[..WIDTH]));
+            assert_ne!(one, h.one::<Block>(i + 1, &rows[..WIDTH]));
+        }
+        // 40 rows (two full batches of sixteen and a partial one) agree with one at a time.
+        let mut out = vec![[Block::ZERO; 2]; 40];
+        h.rows(
+            &mut out,
+            |k| 3 * k as u64,
+            |k, r| r.copy_from_slice(&rows[k * WIDTH..(k + 1) * WIDTH]),
+        );
+        for (k, o) in out.iter().enumerate() {
+            assert_eq!(
+                *o,
+                h.one::<Wide>(3 * k as u64, &rows[k * WIDTH..(k + 1) * WIDTH])
+            );
+            assert_eq!(
+                o[0],
+                h.one::<Block>(3 * k as u64, &rows[k * WIDTH..(k + 1) * WIDTH])
+            );
         }
         assert_ne!(
             OosHash::new(&[8; 32]).one::<Block>(0, &rows[..WIDTH]),
             h.one::<Block>(0, &rows[..WIDTH])
         );
-        let wide: Wide = h.one(5, &rows[..WIDTH]);
-        assert_eq!(wide[0], h.one::<Block>(5, &rows[..WIDTH]));
-        assert_ne!(wide[1], wide[0]);
     }
 
     #[test]

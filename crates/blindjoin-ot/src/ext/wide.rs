@@ -165,19 +165,21 @@ pub(crate) fn columns_to_rows(
 ) -> Result<()> {
     let tile_len = rb * 8;
     grow_wiping(tiles, width * tile_len);
+    // The tiles are scratch space kept by the core (which wipes them on drop): each call
+    // overwrites them completely.
     tiles.resize(width * tile_len, Block::ZERO);
     for (g, tile) in tiles.chunks_exact_mut(tile_len).enumerate() {
         transpose_128xn(&cols[g * 128 * rb..(g + 1) * 128 * rb], rb, tile)?;
     }
-    let start = rows.len();
-    grow_wiping(rows, start + len * width);
-    rows.resize(start + len * width, Block::ZERO);
-    for (i, row) in rows[start..].chunks_exact_mut(width).enumerate() {
-        for (g, r) in row.iter_mut().enumerate() {
+    grow_wiping(rows, rows.len() + len * width);
+    let mut row = [Block::ZERO; MAX_WIDTH];
+    for i in 0..len {
+        for (g, r) in row.iter_mut().take(width).enumerate() {
             *r = tiles[g * tile_len + i];
         }
+        rows.extend_from_slice(&row[..width]);
     }
-    tiles.zeroize();
+    row.zeroize();
     Ok(())
 }
 

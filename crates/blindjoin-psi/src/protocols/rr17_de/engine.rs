@@ -24,7 +24,6 @@ use blindjoin_core::{Block, Error, Result};
 use blindjoin_ot::ext::oos::{
     self, Names, OosReceiver, OosReceiverBatch, OosSender, OosSenderOutputs,
 };
-use rand::RngCore;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
@@ -120,9 +119,10 @@ pub(crate) fn truncate(b: Block, len: usize) -> u128 {
     }
 }
 
-/// Orders the masks of one receiver slot position for the wire: by their low `bits` bits,
-/// uniformly at random within each bucket (a counting sort, then Fisher-Yates per bucket).
-pub(crate) fn order_masks(masks: &[u128], bits: u32, prg: &mut AesPrg) -> Vec<u128> {
+/// Orders the masks of one receiver slot position for the wire into `out`: by their low `bits`
+/// bits, uniformly at random within each bucket (a counting sort, then Fisher-Yates per
+/// bucket).
+pub(crate) fn order_masks(masks: &[u128], bits: u32, prg: &mut AesPrg, out: &mut Vec<u128>) {
     let buckets = 1usize << bits;
     let low = (buckets - 1) as u128;
     let mut start = vec![0usize; buckets + 1];
@@ -133,20 +133,25 @@ pub(crate) fn order_masks(masks: &[u128], bits: u32, prg: &mut AesPrg) -> Vec<u1
         start[j + 1] += start[j];
     }
     let mut fill = start.clone();
-    let mut out = vec![0u128; masks.len()];
+    out.clear();
+    out.resize(masks.len(), 0);
     for &m in masks {
         let j = (m & low) as usize;
         out[fill[j]] = m;
         fill[j] += 1;
     }
+    let mut random = Vec::new();
     for j in 0..buckets {
         let bucket = &mut out[start[j]..start[j + 1]];
-        for k in (1..bucket.len()).rev() {
-            let r = (prg.next_u64() % (k as u64 + 1)) as usize;
-            bucket.swap(k, r);
+        // The bucket's random words in one call: the PRG's bulk path, not a block per draw.
+        random.clear();
+        random.resize(8 * bucket.len(), 0u8);
+        prg.fill_bytes(&mut random);
+        for (k, r) in (1..bucket.len()).rev().zip(random.chunks_exact(8)) {
+            let r = u64::from_le_bytes([r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]]);
+            bucket.swap(k, (r % (k as u64 + 1)) as usize);
         }
     }
-    out
 }
 
 /// An entry of the receiver's table: 96 bits of a value and the item it belongs to.
@@ -271,7 +276,8 @@ mod tests {
     fn masks_are_ordered_by_bucket_and_kept_whole() {
         let mut prg = AesPrg::new(Block(3));
         let masks: Vec<u128> = (0..5000).map(|_| prg.next_block().0 >> 40).collect();
-        let out = order_masks(&masks, 4, &mut AesPrg::new(Block(4)));
+        let mut out = Vec::new();
+        order_masks(&masks, 4, &mut AesPrg::new(Block(4)), &mut out);
         assert!(out.windows(2).all(|w| (w[0] & 15) <= (w[1] & 15)));
         let (mut a, mut b) = (masks.clone(), out.clone());
         a.sort_unstable();

@@ -165,10 +165,19 @@ pub static PROTOCOL: Protocol = Protocol {
 /// The handshake parameters.
 fn params(base_ot: BaseOt) -> Vec<(String, String)> {
     vec![
-        ("ot".into(), "oos16/bch511/check per batch of 2^17 bins' slots".into()),
+        (
+            "ot".into(),
+            "oos16/bch511/check per batch of 2^17 bins' slots".into(),
+        ),
         ("base_ot".into(), base_ot.malicious_name().into()),
-        ("bins".into(), format!("ceil(max(n1,n2)/{ITEMS_PER_BIN}), slots max_bin_size(lambda)")),
-        ("items".into(), "aes(sha256(sid,shares)) multiply-shift bins, low d bits".into()),
+        (
+            "bins".into(),
+            format!("ceil(max(n1,n2)/{ITEMS_PER_BIN}), slots max_bin_size(lambda)"),
+        ),
+        (
+            "items".into(),
+            "aes(sha256(sid,shares)) multiply-shift bins, low d bits".into(),
+        ),
     ]
 }
 
@@ -221,10 +230,8 @@ pub(crate) fn de_params(lambda: u32, n1: u64, n2: u64) -> Result<DeParams> {
             ),
         });
     }
-    let mask_bits = lambda
-        + log2_ceil(n1.max(1))
-        + log2_ceil(n2.max(1))
-        + log2_ceil(slots_s as u64);
+    let mask_bits =
+        lambda + log2_ceil(n1.max(1)) + log2_ceil(n2.max(1)) + log2_ceil(slots_s as u64);
     let mask_len = mask_bits.div_ceil(8) as usize;
     if mask_len > MAX_MASK_LEN {
         return Err(Error::InvalidParam {
@@ -350,11 +357,19 @@ pub(crate) fn place(
     }
     pl.slot_inputs = vec![Block::ZERO; p.bins * slots];
     let mut perm: Vec<u32> = (0..slots as u32).collect();
+    // One random word per item, drawn in bulk.
+    let mut random = vec![0u8; 8 * items.len()];
+    rng.fill_bytes(&mut random);
+    let word = |i: usize| {
+        let r = &random[8 * i..8 * i + 8];
+        u64::from_le_bytes([r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]])
+    };
     for b in 0..p.bins {
-        let members = &pl.by_bin[pl.bin_start[b] as usize..pl.bin_start[b + 1] as usize];
+        let first = pl.bin_start[b] as usize;
+        let members = &pl.by_bin[first..pl.bin_start[b + 1] as usize];
         // A partial Fisher-Yates shuffle gives the members distinct uniform slots.
         for (k, &i) in members.iter().enumerate() {
-            let r = k + (rng.next_block().0 as u64 % (slots - k) as u64) as usize;
+            let r = k + (word(first + k) % (slots - k) as u64) as usize;
             perm.swap(k, r);
             let slot = b * slots + perm[k] as usize;
             pl.slot_of[i as usize] = slot as u32;
@@ -411,7 +426,10 @@ mod tests {
         assert_eq!(p.slots_r, max_bin_size(1 << 20, 1 << 18, 40).unwrap());
         // d = 40 + 20 + 20 − 18, β = 40 + 40 + ⌈log2 B⌉ bits.
         assert_eq!(p.input_bits, 62);
-        assert_eq!(p.mask_len, (80 + log2_ceil(p.slots_s as u64)).div_ceil(8) as usize);
+        assert_eq!(
+            p.mask_len,
+            (80 + log2_ceil(p.slots_s as u64)).div_ceil(8) as usize
+        );
         // 2^24 fits the 76-bit code; 2^40 per side does not.
         assert!(de_params(40, 1 << 24, 1 << 24).unwrap().input_bits <= 76);
         assert!(de_params(40, 1 << 40, 1 << 40).is_err());

@@ -99,7 +99,12 @@ pub fn receive<C: Channel + ?Sized>(
         |tx: &mut dyn FrameSender, q| -> Result<Vec<bool>> {
             let mut rx = Queued(q);
             // The receiver's values, by the slot position of their item.
-            let mut values: Vec<Vec<Entry>> = (0..br).map(|_| Vec::new()).collect();
+            let mut count = vec![0usize; br];
+            for &s in &pl.slot_of {
+                count[s as usize % br] += 1;
+            }
+            let mut values: Vec<Vec<Entry>> =
+                count.iter().map(|&c| Vec::with_capacity(c * bs)).collect();
             let mut own = Zeroizing::new(Vec::new());
             let mut local: Vec<Entry> = Vec::new();
             for (b0, b1) in chunks(&p) {

@@ -143,8 +143,9 @@ pub fn send<C: Channel + ?Sized>(
             drop(local);
             run.lap("encodings");
             let mut frame = Vec::with_capacity(MASK_FRAME * p.mask_len);
+            let mut ordered = Vec::new();
             for position in masks.iter_mut() {
-                let ordered = order_masks(position, p.bucket_bits, &mut prg);
+                order_masks(position, p.bucket_bits, &mut prg, &mut ordered);
                 *position = Vec::new();
                 for part in ordered.chunks(MASK_FRAME) {
                     frame.clear();

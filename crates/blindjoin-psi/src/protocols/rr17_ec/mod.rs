@@ -9,7 +9,7 @@
 //! copied), on the OOS16 encodings of `blindjoin_ot::ext::oos` as there.
 //!
 //! **Security model.** Malicious sender and malicious receiver, random-oracle model (SHA-256
-//! as the commitment and as OOS16's hash), endemic base OTs, OOS16's consistency check. The
+//! as the commitment, keyed BLAKE3 as OOS16's hash), endemic base OTs, OOS16's consistency check. The
 //! receiver R commits to its input through the encodings it receives (its OOS16 inputs, one
 //! per slot); the sender S commits to each of its items y with c_y = H(sid, y, r_y) and sends
 //! r_y encrypted under y's encoding at each of R's slots of y's bin, so R recovers r_y, and so
@@ -29,7 +29,7 @@
 //! R:     its items in random slots of their bins, empty slots 0
 //! per chunk of bins: R → S the u columns of the chunk's slots; S → R a challenge; R → S the
 //!        proof; S checks it. R learns G_{b,l}(e(x)) for its item x in slot l of bin b
-//!        (256 bits: one SHA-256 compression, `oos::Wide`); S can evaluate G anywhere.
+//!        (256 bits: one BLAKE3 compression, `oos::Wide`); S can evaluate G anywhere.
 //! S, for each y in bin b: r_y ← {0,1}^128, c_y = SHA-256(sid, y, r_y), and for l < B_R:
 //!        E_{y,l} = (t, d) with t the low 32 bits of G_{b,l}(e(y))[128..256] and
 //!        d = G_{b,l}(e(y))[0..128] ⊕ r_y
@@ -48,7 +48,7 @@
 //! slot position 0, then 1, …) in one random order, instead of item by item: the receiver's
 //! lookups for one position then stay in one small table. (3) SHA-256 commitments with the
 //! session id, 32 bytes, where libPSI uses SHA-1 (20 bytes). (4) The encodings are 256-bit
-//! OOS16 outputs, one SHA-256 compression each (libPSI: a SHA-1 digest of 160 bits).
+//! OOS16 outputs, one BLAKE3 compression each (libPSI: a SHA-1 digest of 160 bits).
 
 mod receiver;
 mod sender;
@@ -109,7 +109,7 @@ pub static PROTOCOL: Protocol = Protocol {
         },
     ],
     security: Security::Malicious,
-    assumptions: "random oracles (SHA-256 commitments, OOS16's hash), endemic base OTs (CDH), OOS16 OT extension on the BCH [511, 76, 171] code, AES as a PRP",
+    assumptions: "random oracles (SHA-256 commitments, keyed BLAKE3 as OOS16's hash), endemic base OTs (CDH), OOS16 OT extension on the BCH [511, 76, 171] code, AES as a PRP",
     roles: PSI_ROLES,
     kappa: &[128],
     params: |o| params(o.base_ot),
@@ -137,9 +137,18 @@ fn params(base_ot: BaseOt) -> Vec<(String, String)> {
     vec![
         ("ot".into(), "oos16/bch511/check per chunk of bins".into()),
         ("base_ot".into(), base_ot.malicious_name().into()),
-        ("bins".into(), "ceil(max(n1,n2)/4), slots max_bin_size(lambda)".into()),
-        ("items".into(), "aes(sha256(sid,shares)) multiply-shift bins, low d bits".into()),
-        ("commitment".into(), "sha256(sid,item,r), r 128 bits; tags 32 bits".into()),
+        (
+            "bins".into(),
+            "ceil(max(n1,n2)/4), slots max_bin_size(lambda)".into(),
+        ),
+        (
+            "items".into(),
+            "aes(sha256(sid,shares)) multiply-shift bins, low d bits".into(),
+        ),
+        (
+            "commitment".into(),
+            "sha256(sid,item,r), r 128 bits; tags 32 bits".into(),
+        ),
     ]
 }
 

@@ -14,7 +14,7 @@ use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
 use blindjoin_ot::ext::oos::{OosSender, Wide};
-use rand::{CryptoRng, RngCore};
+use rand::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
 
@@ -69,9 +69,11 @@ pub fn send<C: Channel + ?Sized>(
     let pl = place_in_bins(items, key, &p);
     // π: the position of each item on the wire.
     let mut order: Vec<u32> = (0..items.len() as u32).collect();
-    for k in (1..order.len()).rev() {
-        let r = (prg.next_u64() % (k as u64 + 1)) as usize;
-        order.swap(k, r);
+    let mut random = vec![0u8; 8 * items.len()];
+    prg.fill_bytes(&mut random);
+    for (k, r) in (1..order.len()).rev().zip(random.chunks_exact(8)) {
+        let r = u64::from_le_bytes([r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]]);
+        order.swap(k, (r % (k as u64 + 1)) as usize);
     }
     let mut pos = vec![0u32; items.len()];
     for (k, &i) in order.iter().enumerate() {
