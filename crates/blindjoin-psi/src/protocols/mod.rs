@@ -24,6 +24,7 @@ registry! {
     gbf,
     rr17a,
     rr17_de,
+    dkt10,
     ecdh,
     ecdh_nist,
     dh_ffc,
