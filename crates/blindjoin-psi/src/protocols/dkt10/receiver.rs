@@ -53,7 +53,7 @@ pub fn receive<C: Channel + ?Sized>(
 
     // E(x_i) = H(x_i)/2 and PCH/2 = Σ E(x_i).
     let halves: Zeroizing<Vec<RistrettoPoint>> =
-        Zeroizing::new(items.par_iter().map(|x| hash.half_point(x)).collect());
+        Zeroizing::new(items.par_chunks(PIECE).flat_map_iter(|piece| hash.half_points(piece)).collect());
     let half_sum = Zeroizing::new(halves.par_iter().sum::<RistrettoPoint>());
     run.lap("hash");
 
