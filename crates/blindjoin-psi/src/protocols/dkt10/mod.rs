@@ -29,27 +29,28 @@
 //! ```text
 //! g, g', g''  = Elligator2(SHA-512("blindjoin/psi/dkt10/generator/" ‖ name)), names g, g1, g2:
 //!               nobody knows the discrete log of one to another; ĝ = g' + g''
-//! E(x)        = Ristretto255 from_uniform_bytes(SHA-256(sid, "dkt10/h2g", 0, x) ‖ SHA-256(sid, "dkt10/h2g", 1, x))
+//! E(x)        = Ristretto255 from_uniform_bytes(u_0 ‖ u_1), u_b = SHA-256(sid, "dkt10/h2g", b, x)
 //! H(x)        = 2·E(x)  (doubling is a bijection of a group of odd order)
-//! T(K, x)     = SHA-256(sid, "dkt10/tag", enc(2·K), x) truncated to λ + ⌈log2(n1·n2)⌉ bits (whole bytes)
+//! T(K, x)     = SHA-256(sid, "dkt10/tag", enc(2·K), x), truncated to λ + ⌈log2(n1·n2)⌉ bits
+//!               (whole bytes)
 //!
-//! receiver (X = {x_i})                                   sender (Y = {y_j}, key k ≠ 0, nonce d)
-//!                                      <── Z ‖ A' ──────  Z = g'·k, A' = g'·d
+//! receiver (X = {x_i})                                 sender (Y = {y_j}, key k ≠ 0, nonce d)
+//!                                     <── Z ‖ A' ───── Z = g'·k, A' = g'·d
 //!   PCH = Σ_i H(x_i); R_c, D random
-//!   X = PCH + g·R_c, A = g·D           ── X ‖ A ──────>
+//!   X = PCH + g·R_c, A = g·D          ── X ‖ A ─────>
 //!   per item, R_i, D_i random:
 //!   M_i = H(x_i) + g'·R_i
 //!   N_i = (PCH − H(x_i)) + g''·R_i
-//!   B_i = ĝ·D_i                        ── (M_i ‖ N_i ‖ B_i)_i ──>
-//!                                                        per frame, as it arrives:
-//!                                      <── (M'_i ‖ A'_i)_i ──  M'_i = k·M_i, A'_i = d·M_i
+//!   B_i = ĝ·D_i                       ── (M_i ‖ N_i ‖ B_i)_i ──>
+//!                                                      per frame, as it arrives:
+//!                                     <── (M'_i ‖ A'_i)_i ──  M'_i = k·M_i, A'_i = d·M_i
 //!   e = SHA-512(sid, X ‖ A ‖ (M_i ‖ N_i ‖ B_i)_i) mod ℓ
-//!   φ = D + e·R_c, φ_i = D_i + e·R_i   ── φ ‖ (φ_i)_i ──>
-//!                                                        c = SHA-512(sid, e's digest,
-//!                                                              SHA-512(sid, Z ‖ A' ‖ (M'_i ‖ A'_i)_i)) mod ℓ
-//!                                      <── s ───────────  s = d + c·k
-//!                                                        check π_R (below), else CheckFailed
-//!                                      <── tags ────────  T(k·H(y), y) for y ∈ Y in a random order
+//!   φ = D + e·R_c, φ_i = D_i + e·R_i  ── φ ‖ (φ_i)_i ──>
+//!                                                      c = SHA-512(sid, e's digest, h_S) mod ℓ,
+//!                                                      h_S = SHA-512(sid, Z ‖ A' ‖ (M'_i‖A'_i)_i)
+//!                                     <── s ────────── s = d + c·k
+//!                                                      check π_R (below), else CheckFailed
+//!                                     <── tags ─────── T(k·H(y), y), y ∈ Y in a random order
 //!   check Z ≠ 0 and π_S, else CheckFailed
 //!   K_i = M'_i − Z·R_i = k·H(x_i); output { i : T(K_i, x_i) is among the tags }
 //! ```
@@ -66,7 +67,8 @@
 //!
 //! **Computation.** The receiver per item: one hash to the group, three fixed-base
 //! multiplications with its per-item exponents (g'·R_i, g''·R_i, and its commitment ĝ·D_i) on
-//! curve25519-dalek's precomputed radix-16 tables (constant time), one on a table of Z (Z·R_i),
+//! curve25519-dalek's precomputed radix-16 tables (constant time; RR17's [DKT10] ran Miracl's
+//! comb method), one on a table of Z (Z·R_i),
 //! and a share of two batched checks. The sender per item: two multiplications of the receiver's
 //! points M_i by one secret scalar each (k, and its commitment's d) and one of its own items'
 //! E(y) by 4k, eight points at a time on the batch engine of `blindjoin_ristretto`, and a share
@@ -77,13 +79,14 @@
 //! `double_and_compress_batch` (one inversion per batch, no inverse square root per point); the
 //! same for enc(2·K_i). Both parties stream in frames of 2^14 items while a second thread
 //! receives (`protocols::common::pipelined`); within a frame the work is spread over rayon's pool
-//! in pieces of [`PIECE`] items.
+//! in pieces of 512 items (`PIECE`).
 //!
-//! **Communication** ([`traffic`]): the receiver sends 64 + 96·n1 + 32 + 32·n1 bytes (X ‖ A,
-//! three points per item, φ, one scalar per item), the sender 64 + 64·n1 + 32 + n2·⌈ℓ/8⌉ (Z ‖ A',
-//! two points per item, s, one tag per item), plus 4 bytes of framing per frame: with n1 = n2 = n
-//! and φ = 256 bits, exactly RR17 Fig. 8's 6nφ + 6φ + nβ bits for β = 8·⌈ℓ/8⌉, and 4·(4 + 4·⌈n/2^14⌉)
-//! bytes of frame headers.
+//! **Communication** (`traffic`): the receiver sends 64 + 96·n1 + 32 + 32·n1 bytes (X ‖ A,
+//! three points per item, φ, one scalar per item), the sender 64 + 64·n1 + 32 + n2·β/8 (Z ‖ A',
+//! two points per item, s, one tag per item of β = 8·⌈(λ + ⌈log2(n1·n2)⌉)/8⌉ bits), plus 4 bytes
+//! of framing per frame. With n1 = n2 = n that is exactly RR17 Fig. 8's 6nφ + 6φ + nβ bits for
+//! φ = 256 (a compressed point or a scalar), plus 4·(4 + 4·⌈n/2^14⌉) bytes of frame headers: 0.82
+//! MB at 2^12 and 13.2 MB at 2^16, where Fig. 8 reports 0.8 and 14 MB with φ = 283.
 //!
 //! **Deviations from DKT10 as libPSI implements it.**
 //! - The generators g, g', g'' are hashed to the group under distinct labels. libPSI takes the

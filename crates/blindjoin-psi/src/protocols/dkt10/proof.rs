@@ -70,7 +70,12 @@ impl ReceiverProofCheck {
     }
 
     /// Adds the weights of a frame of items and the parts of its pieces.
-    pub(crate) fn add_points(&mut self, weights: &[Scalar], s_b: RistrettoPoint, s_mn: RistrettoPoint) {
+    pub(crate) fn add_points(
+        &mut self,
+        weights: &[Scalar],
+        s_b: RistrettoPoint,
+        s_mn: RistrettoPoint,
+    ) {
         self.w_sum += weights.iter().sum::<Scalar>();
         self.s_b += s_b;
         self.s_mn += s_mn;
@@ -267,7 +272,10 @@ mod tests {
         // unknown representation: no representation in (g, ĝ) with the receiver's R_0.
         for shift in [generator("g"), generator("g2"), generator("elsewhere")] {
             let e = check_receiver(&receiver_run(5, Some(shift), 5), 6).unwrap_err();
-            assert!(matches!(e, Error::CheckFailed(ref m) if m.contains("receiver's proof")), "{e}");
+            assert!(
+                matches!(e, Error::CheckFailed(ref m) if m.contains("receiver's proof")),
+                "{e}"
+            );
         }
     }
 
@@ -330,7 +338,14 @@ mod tests {
         failed(sender_check(&m, k, k, k2, Scalar::ZERO, 10), "Z = g'");
         failed(sender_check(&m, k, k, k, Scalar::ONE, 10), "Z = g'");
         failed(
-            sender_check(&m, Scalar::ZERO, Scalar::ZERO, Scalar::ZERO, Scalar::ZERO, 10),
+            sender_check(
+                &m,
+                Scalar::ZERO,
+                Scalar::ZERO,
+                Scalar::ZERO,
+                Scalar::ZERO,
+                10,
+            ),
             "identity",
         );
     }

@@ -52,8 +52,12 @@ pub fn receive<C: Channel + ?Sized>(
     let hash = ItemHash::new(&run.session);
 
     // E(x_i) = H(x_i)/2 and PCH/2 = Σ E(x_i).
-    let halves: Zeroizing<Vec<RistrettoPoint>> =
-        Zeroizing::new(items.par_chunks(PIECE).flat_map_iter(|piece| hash.half_points(piece)).collect());
+    let halves: Zeroizing<Vec<RistrettoPoint>> = Zeroizing::new(
+        items
+            .par_chunks(PIECE)
+            .flat_map_iter(|piece| hash.half_points(piece))
+            .collect(),
+    );
     let half_sum = Zeroizing::new(halves.par_iter().sum::<RistrettoPoint>());
     run.lap("hash");
 
@@ -101,8 +105,7 @@ pub fn receive<C: Channel + ?Sized>(
 
             // M_i ‖ N_i ‖ B_i per item, in frames of 2^14; S_M/2 = Σ w_i·M_i/2 for π_S's check.
             let mut r: Zeroizing<Vec<Scalar>> = Zeroizing::new(Vec::with_capacity(items.len()));
-            let mut beta: Zeroizing<Vec<Scalar>> =
-                Zeroizing::new(Vec::with_capacity(items.len()));
+            let mut beta: Zeroizing<Vec<Scalar>> = Zeroizing::new(Vec::with_capacity(items.len()));
             let mut weights: Vec<Scalar> = Vec::with_capacity(items.len());
             let mut s_m_half = RistrettoPoint::identity();
             let mut frame = Vec::new();
@@ -184,34 +187,37 @@ pub fn receive<C: Channel + ?Sized>(
                 let parts: Vec<(Vec<u8>, RistrettoPoint, RistrettoPoint)> = frame
                     .par_chunks(PIECE * SENDER_ITEM_LEN)
                     .enumerate()
-                    .map(|(p, piece)| -> Result<(Vec<u8>, RistrettoPoint, RistrettoPoint)> {
-                        let first = done + p * PIECE;
-                        let len = piece.len() / SENDER_ITEM_LEN;
-                        let (mut answers, mut commits, mut ks) = (
-                            Vec::with_capacity(len),
-                            Vec::with_capacity(len),
-                            Vec::with_capacity(len),
-                        );
-                        for (j, el) in piece.chunks_exact(SENDER_ITEM_LEN).enumerate() {
-                            let i = first + j;
-                            let answer = decode_point(&el[..POINT_LEN], MSG_SENDER_POINTS, i as u64)?;
-                            let commitment =
-                                decode_point(&el[POINT_LEN..], MSG_SENDER_POINTS, i as u64)?;
-                            let two_r = Zeroizing::new(r[i] + r[i]);
-                            ks.push(answer - &z_table * &*two_r);
-                            answers.push(answer);
-                            commits.push(commitment);
-                        }
-                        let mut tags = Vec::with_capacity(len * tag_len);
-                        for (j, enc) in RistrettoPoint::double_and_compress_batch(&ks)
-                            .iter()
-                            .enumerate()
-                        {
-                            hash.tag(enc.as_bytes(), &items[first + j], tag_len, &mut tags);
-                        }
-                        let w = &weights[first..first + len];
-                        Ok((tags, weighted_sum(w, &commits), weighted_sum(w, &answers)))
-                    })
+                    .map(
+                        |(p, piece)| -> Result<(Vec<u8>, RistrettoPoint, RistrettoPoint)> {
+                            let first = done + p * PIECE;
+                            let len = piece.len() / SENDER_ITEM_LEN;
+                            let (mut answers, mut commits, mut ks) = (
+                                Vec::with_capacity(len),
+                                Vec::with_capacity(len),
+                                Vec::with_capacity(len),
+                            );
+                            for (j, el) in piece.chunks_exact(SENDER_ITEM_LEN).enumerate() {
+                                let i = first + j;
+                                let answer =
+                                    decode_point(&el[..POINT_LEN], MSG_SENDER_POINTS, i as u64)?;
+                                let commitment =
+                                    decode_point(&el[POINT_LEN..], MSG_SENDER_POINTS, i as u64)?;
+                                let two_r = Zeroizing::new(r[i] + r[i]);
+                                ks.push(answer - &z_table * &*two_r);
+                                answers.push(answer);
+                                commits.push(commitment);
+                            }
+                            let mut tags = Vec::with_capacity(len * tag_len);
+                            for (j, enc) in RistrettoPoint::double_and_compress_batch(&ks)
+                                .iter()
+                                .enumerate()
+                            {
+                                hash.tag(enc.as_bytes(), &items[first + j], tag_len, &mut tags);
+                            }
+                            let w = &weights[first..first + len];
+                            Ok((tags, weighted_sum(w, &commits), weighted_sum(w, &answers)))
+                        },
+                    )
                     .collect::<Result<_>>()?;
                 for (tags, s_a, s_mp) in parts {
                     own_tags.extend_from_slice(&tags);
@@ -230,7 +236,10 @@ pub fn receive<C: Channel + ?Sized>(
             Ok(own_tags)
         },
     )?;
-    let peer: HashSet<u128> = peer_tags.chunks_exact(tag_len).map(tag_from_bytes).collect();
+    let peer: HashSet<u128> = peer_tags
+        .chunks_exact(tag_len)
+        .map(tag_from_bytes)
+        .collect();
     let indices = match_tags(&own_tags, tag_len, &peer);
     run.lap("match");
     Ok(run.receiver_output(indices))

@@ -87,8 +87,9 @@ pub fn send<C: Channel + ?Sized>(
                 let parts: Vec<Vec<u8>> = chunk
                     .par_chunks(PIECE)
                     .map(|piece| {
-                        let uniform: Zeroizing<Vec<[u8; 64]>> =
-                            Zeroizing::new(piece.iter().map(|&i| hash.uniform(&items[i])).collect());
+                        let uniform: Zeroizing<Vec<[u8; 64]>> = Zeroizing::new(
+                            piece.iter().map(|&i| hash.uniform(&items[i])).collect(),
+                        );
                         let mut enc = Zeroizing::new(Vec::with_capacity(piece.len() * POINT_LEN));
                         blindjoin_ristretto::hash_mul_compress(&uniform, &k4, &mut enc);
                         let mut out = Vec::with_capacity(piece.len() * tag_len);
@@ -129,41 +130,53 @@ pub fn send<C: Channel + ?Sized>(
                     .par_chunks(PIECE * RECEIVER_ITEM_LEN)
                     .zip(w.par_chunks(PIECE))
                     .enumerate()
-                    .map(|(p, (piece, w))| -> Result<(Vec<u8>, RistrettoPoint, RistrettoPoint)> {
-                        let first = done + (p * PIECE) as u64;
-                        let len = piece.len() / RECEIVER_ITEM_LEN;
-                        let (mut m_plus_n, mut b) = (Vec::with_capacity(len), Vec::with_capacity(len));
-                        let mut ms = Vec::with_capacity(len * POINT_LEN);
-                        for (j, el) in piece.chunks_exact(RECEIVER_ITEM_LEN).enumerate() {
-                            let i = first + j as u64;
-                            let m = decode_point(&el[..POINT_LEN], MSG_RECEIVER_POINTS, i)?;
-                            let n = decode_point(&el[POINT_LEN..2 * POINT_LEN], MSG_RECEIVER_POINTS, i)?;
-                            b.push(decode_point(&el[2 * POINT_LEN..], MSG_RECEIVER_POINTS, i)?);
-                            m_plus_n.push(m + n);
-                            ms.extend_from_slice(&el[..POINT_LEN]);
-                        }
-                        let invalid = |j: usize| {
-                            Error::malformed(
-                                MSG_RECEIVER_POINTS,
-                                format!("element {} is not a valid Ristretto255 point", first + j as u64),
-                            )
-                        };
-                        let (mut mk, mut md) = (
-                            Vec::with_capacity(len * POINT_LEN),
-                            Vec::with_capacity(len * POINT_LEN),
-                        );
-                        blindjoin_ristretto::decompress_mul_compress(&ms, &k, &mut mk)
-                            .map_err(invalid)?;
-                        blindjoin_ristretto::decompress_mul_compress(&ms, &d, &mut md)
-                            .map_err(invalid)?;
-                        let mut answers = Vec::with_capacity(2 * len * POINT_LEN);
-                        for (mk, md) in mk.chunks_exact(POINT_LEN).zip(md.chunks_exact(POINT_LEN)) {
-                            answers.extend_from_slice(mk);
-                            answers.extend_from_slice(md);
-                        }
-                        let (s_b, s_mn) = ReceiverProofCheck::piece(w, &b, &m_plus_n);
-                        Ok((answers, s_b, s_mn))
-                    })
+                    .map(
+                        |(p, (piece, w))| -> Result<(Vec<u8>, RistrettoPoint, RistrettoPoint)> {
+                            let first = done + (p * PIECE) as u64;
+                            let len = piece.len() / RECEIVER_ITEM_LEN;
+                            let (mut m_plus_n, mut b) =
+                                (Vec::with_capacity(len), Vec::with_capacity(len));
+                            let mut ms = Vec::with_capacity(len * POINT_LEN);
+                            for (j, el) in piece.chunks_exact(RECEIVER_ITEM_LEN).enumerate() {
+                                let i = first + j as u64;
+                                let m = decode_point(&el[..POINT_LEN], MSG_RECEIVER_POINTS, i)?;
+                                let n = decode_point(
+                                    &el[POINT_LEN..2 * POINT_LEN],
+                                    MSG_RECEIVER_POINTS,
+                                    i,
+                                )?;
+                                b.push(decode_point(&el[2 * POINT_LEN..], MSG_RECEIVER_POINTS, i)?);
+                                m_plus_n.push(m + n);
+                                ms.extend_from_slice(&el[..POINT_LEN]);
+                            }
+                            let invalid = |j: usize| {
+                                Error::malformed(
+                                    MSG_RECEIVER_POINTS,
+                                    format!(
+                                        "element {} is not a valid Ristretto255 point",
+                                        first + j as u64
+                                    ),
+                                )
+                            };
+                            let (mut mk, mut md) = (
+                                Vec::with_capacity(len * POINT_LEN),
+                                Vec::with_capacity(len * POINT_LEN),
+                            );
+                            blindjoin_ristretto::decompress_mul_compress(&ms, &k, &mut mk)
+                                .map_err(invalid)?;
+                            blindjoin_ristretto::decompress_mul_compress(&ms, &d, &mut md)
+                                .map_err(invalid)?;
+                            let mut answers = Vec::with_capacity(2 * len * POINT_LEN);
+                            for (mk, md) in
+                                mk.chunks_exact(POINT_LEN).zip(md.chunks_exact(POINT_LEN))
+                            {
+                                answers.extend_from_slice(mk);
+                                answers.extend_from_slice(md);
+                            }
+                            let (s_b, s_mn) = ReceiverProofCheck::piece(w, &b, &m_plus_n);
+                            Ok((answers, s_b, s_mn))
+                        },
+                    )
                     .collect::<Result<_>>()?;
                 out.clear();
                 let (mut s_b, mut s_mn) = (RistrettoPoint::default(), RistrettoPoint::default());
