@@ -103,9 +103,10 @@ fn rows_that_are_not_codewords_are_caught_in_both_directions() {
         check_failed(&so.unwrap_err(), "OOS16");
         assert!(ro.is_err());
     }
-    let ((ro, so), _) = attack_sender(Target::first(REVERSE.u), Attack::Edit(corrupt_row));
+    // The sender's own outcome is a race: its last messages may all be sent before the
+    // receiver's check fails and it hangs up.
+    let ((ro, _), _) = attack_sender(Target::first(REVERSE.u), Attack::Edit(corrupt_row));
     check_failed(&ro.unwrap_err(), "OOS16");
-    assert!(so.is_err());
 }
 
 #[test]
