@@ -106,8 +106,8 @@
 //!   most 2^-128: a false proof passes with probability ≤ 2^-128 per check (the receiver's π_S
 //!   adds its key equation g'·s = A' + c·Z, checked on its own).
 //! - The sender answers each frame of M_i as it arrives and checks π_R before it sends its tags,
-//!   not before its answers (DKT10 has the server verify π before it computes anything; libPSI
-//!   streams its proof commitments M_i·d as frames arrive too). What it sends before the check
+//!   not before its answers (DKT10's server checks π before it answers; libPSI streams its proof
+//!   commitments M_i·d as frames arrive too). What it sends before the check
 //!   (Z, A', M'_i, A'_i, s) depends only on k and d, which are independent of its set, so a
 //!   receiver whose proof fails learns nothing about Y: the tags, the only message that depends
 //!   on Y, come after the check.
