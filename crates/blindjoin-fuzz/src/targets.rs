@@ -14,7 +14,8 @@ use blindjoin_ot::ext::kk13::Kk13Sender;
 use blindjoin_ot::ext::kkrt::KkrtSender;
 use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
 use blindjoin_psi::protocols::{
-    cm20, cm20_mal, dh_ffc, ecdh, ecdh_nist, gbf, kkrt16, naive, psz14, rgbf, rr17a, rsa_blind,
+    cm20, cm20_mal, dh_ffc, dkt10, ecdh, ecdh_nist, gbf, kkrt16, naive, psz14, rgbf, rr17a,
+    rsa_blind,
 };
 use blindjoin_psi::{Protocol, RunOptions};
 use std::fmt::Display;
@@ -229,6 +230,13 @@ pub fn fuzz_cm20_mal(data: &[u8]) -> Outcome {
 /// map π, the model it claims.
 pub fn fuzz_rr17a(data: &[u8]) -> Outcome {
     fuzz_protocol(&rr17a::PROTOCOL, data)
+}
+
+/// `dkt10` in either role (see [`fuzz_kkrt16`]): against a malicious sender's key commitment,
+/// answers, proof and tags, and a malicious receiver's X, points, commitments and responses, the
+/// model it claims.
+pub fn fuzz_dkt10(data: &[u8]) -> Outcome {
+    fuzz_protocol(&dkt10::PROTOCOL, data)
 }
 
 /// `psz14` in either role (see [`fuzz_kkrt16`]).

@@ -19,7 +19,7 @@ use blindjoin_core::item::Item;
 use blindjoin_ot::base::BaseOtSender;
 use blindjoin_ot::base::ideal::IdealBaseOtSender;
 use blindjoin_psi::hashing::CuckooParams;
-use blindjoin_psi::protocols::{ALL, cm20, ecdh, kkrt16, naive, psz14};
+use blindjoin_psi::protocols::{ALL, cm20, dkt10, ecdh, kkrt16, naive, psz14};
 use blindjoin_psi::{BaseOt, Party, Protocol, RunOptions};
 use blindjoin_testkit::rng;
 use rand::RngCore;
@@ -365,6 +365,28 @@ fn ecdh_sender_grows_only_with_the_points_sent() {
         );
     });
     assert_peer_closed(&out, ecdh::MSG_RECEIVER_POINTS);
+}
+
+#[test]
+fn dkt10_sender_grows_only_with_the_points_sent() {
+    // The sender answers each frame as it arrives (two points per item, kept until the peer
+    // reads them) and keeps one weight per item for the receiver's responses.
+    let sent = 2 * PER_FRAME * dkt10::RECEIVER_ITEM_LEN;
+    let out = check_garbage(&dkt10::PROTOCOL, Role::Sender, sent, |ch, _| {
+        let mut commit = vec![0u8; 2 * dkt10::POINT_LEN];
+        point_fill(&mut commit);
+        if ch.send(dkt10::MSG_RECEIVER_COMMIT, &commit).is_err() {
+            return;
+        }
+        send_frames(
+            ch,
+            dkt10::MSG_RECEIVER_POINTS,
+            PER_FRAME * dkt10::RECEIVER_ITEM_LEN,
+            sent,
+            point_fill,
+        );
+    });
+    assert_peer_closed(&out, dkt10::MSG_RECEIVER_POINTS);
 }
 
 /// The fake receiver's base OTs as their sender, over the ideal functionality.

@@ -25,6 +25,7 @@ registry! {
     rr17a,
     rr17_de,
     rr17_ec,
+    dkt10,
     ecdh,
     ecdh_nist,
     dh_ffc,

@@ -8,6 +8,7 @@ mod cm20;
 mod cm20_mal;
 mod common;
 mod dh_ffc;
+mod dkt10;
 mod ecdh;
 mod ecdh_nist;
 mod gbf;

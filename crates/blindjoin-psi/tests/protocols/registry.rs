@@ -309,6 +309,7 @@ fn security_levels_follow_psz14_and_dcw13_table_2() {
         ("kkrt16", &[80, 128]),
         ("cm20", &[80, 128]),
         ("ecdh", &[128]),
+        ("dkt10", &[128]),
     ];
     for (name, kappa) in want {
         assert!(levels.contains(&(name, kappa)), "{name}: {levels:?}");
