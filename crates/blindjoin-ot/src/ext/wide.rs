@@ -172,15 +172,34 @@ pub(crate) fn columns_to_rows(
         transpose_128xn(&cols[g * 128 * rb..(g + 1) * 128 * rb], rb, tile)?;
     }
     grow_wiping(rows, rows.len() + len * width);
-    let mut row = [Block::ZERO; MAX_WIDTH];
-    for i in 0..len {
-        for (g, r) in row.iter_mut().take(width).enumerate() {
-            *r = tiles[g * tile_len + i];
+    match width {
+        2 => gather_rows::<2>(tiles, tile_len, len, rows),
+        4 => gather_rows::<4>(tiles, tile_len, len, rows),
+        _ => {
+            let mut row = [Block::ZERO; MAX_WIDTH];
+            for i in 0..len {
+                for (g, r) in row.iter_mut().take(width).enumerate() {
+                    *r = tiles[g * tile_len + i];
+                }
+                rows.extend_from_slice(&row[..width]);
+            }
+            row.zeroize();
         }
-        rows.extend_from_slice(&row[..width]);
     }
-    row.zeroize();
     Ok(())
+}
+
+/// Appends rows `0..len` of W blocks each, block g of row i at `tiles[g·tile_len + i]`.
+fn gather_rows<const W: usize>(
+    tiles: &[Block],
+    tile_len: usize,
+    len: usize,
+    rows: &mut Vec<Block>,
+) {
+    for i in 0..len {
+        let row: [Block; W] = std::array::from_fn(|g| tiles[g * tile_len + i]);
+        rows.extend_from_slice(&row);
+    }
 }
 
 /// Writes the columns of the matrix whose rows are the codewords `codes` (w blocks each, at

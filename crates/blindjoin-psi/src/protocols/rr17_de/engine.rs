@@ -11,13 +11,15 @@
 //! **Masks.** The sender sends the masks of receiver slot position l = 0, 1, … in turn, each
 //! position's n2 masks ordered by their low `bucket_bits` bits and, within a bucket, in a
 //! uniformly random order: an order fixed by the masks' values and fresh randomness, which
-//! tells the receiver nothing a random permutation would not. The receiver's table for
-//! position l ([`MaskTable`]) puts the entries of bucket j in the j-th 1/2^bucket_bits of the
-//! table, so the lookups of one bucket stay in a region that fits the L2 cache. The order
-//! only makes the lookups fast: masks in any other order are looked up all the same.
+//! tells the receiver nothing a random permutation would not. The receiver sorts its values
+//! of position l by the same bits and joins bucket by bucket ([`BucketJoin`]): the values of
+//! one bucket go into a small table that stays in the L2 cache while that bucket's masks are
+//! looked up, so neither side makes a random access to main memory. Masks out of bucket order
+//! are refused as malformed.
 
 use super::DeParams;
 use crate::protocols::common::queue_closed;
+use blindjoin_core::cache::prefetch;
 use blindjoin_core::channel::{FrameReceiver, FrameSender};
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
@@ -119,38 +121,51 @@ pub(crate) fn truncate(b: Block, len: usize) -> u128 {
     }
 }
 
-/// Orders the masks of one receiver slot position for the wire into `out`: by their low `bits`
-/// bits, uniformly at random within each bucket (a counting sort, then Fisher-Yates per
-/// bucket).
-pub(crate) fn order_masks(masks: &[u128], bits: u32, prg: &mut AesPrg, out: &mut Vec<u128>) {
-    let buckets = 1usize << bits;
-    let low = (buckets - 1) as u128;
-    let mut start = vec![0usize; buckets + 1];
-    for &m in masks {
-        start[(m & low) as usize + 1] += 1;
+/// Values partitioned by receiver slot position and bucket (their low `bits` bits), appended
+/// as they are produced, so that neither party sorts them afterwards.
+pub(crate) struct Buckets<T> {
+    bits: u32,
+    parts: Vec<Vec<T>>,
+}
+
+impl<T: Copy> Buckets<T> {
+    /// Empty buckets for `expected.len()` positions, each bucket of position l with room for
+    /// about `expected[l]`/2^bits values (and a margin, so that few of them grow).
+    pub(crate) fn new(bits: u32, expected: &[usize]) -> Buckets<T> {
+        let per = 1usize << bits;
+        let parts = expected
+            .iter()
+            .flat_map(|&e| {
+                let cap = e / per + e / per / 8 + 16;
+                (0..per).map(move |_| Vec::with_capacity(cap))
+            })
+            .collect();
+        Buckets { bits, parts }
     }
-    for j in 0..buckets {
-        start[j + 1] += start[j];
+
+    /// Appends `v`, whose low bits are `low`, to position `position`.
+    #[inline]
+    pub(crate) fn push(&mut self, position: usize, low: u64, v: T) {
+        let j = (low & ((1u64 << self.bits) - 1)) as usize;
+        self.parts[(position << self.bits) | j].push(v);
     }
-    let mut fill = start.clone();
-    out.clear();
-    out.resize(masks.len(), 0);
-    for &m in masks {
-        let j = (m & low) as usize;
-        out[fill[j]] = m;
-        fill[j] += 1;
+
+    /// The buckets of `position`, in order (their memory stays with `self` until dropped).
+    pub(crate) fn position(&mut self, position: usize) -> &mut [Vec<T>] {
+        let per = 1usize << self.bits;
+        &mut self.parts[position * per..(position + 1) * per]
     }
-    let mut random = Vec::new();
-    for j in 0..buckets {
-        let bucket = &mut out[start[j]..start[j + 1]];
-        // The bucket's random words in one call: the PRG's bulk path, not a block per draw.
-        random.clear();
-        random.resize(8 * bucket.len(), 0u8);
-        prg.fill_bytes(&mut random);
-        for (k, r) in (1..bucket.len()).rev().zip(random.chunks_exact(8)) {
-            let r = u64::from_le_bytes([r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]]);
-            bucket.swap(k, (r % (k as u64 + 1)) as usize);
-        }
+}
+
+/// Shuffles `bucket` uniformly at random (Fisher-Yates on random words drawn in bulk into
+/// `random`).
+pub(crate) fn shuffle<T>(bucket: &mut [T], prg: &mut AesPrg, random: &mut Vec<u8>) {
+    random.clear();
+    random.resize(8 * bucket.len(), 0);
+    prg.fill_bytes(random);
+    for (k, r) in (1..bucket.len()).rev().zip(random.chunks_exact(8)) {
+        let r = u64::from_le_bytes([r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]]);
+        bucket.swap(k, (r % (k as u64 + 1)) as usize);
     }
 }
 
@@ -166,6 +181,17 @@ pub(crate) struct Entry {
 impl Entry {
     const EMPTY: u32 = u32::MAX;
 
+    /// The low 64 bits of the value (its bucket's bits among them).
+    #[inline]
+    pub(crate) fn low(&self) -> u64 {
+        self.lo
+    }
+
+    #[inline]
+    fn value(&self) -> u128 {
+        u128::from(self.lo) | (u128::from(self.hi) << 64)
+    }
+
     /// The entry of `value` (at most 96 bits) for item `item` (< 2^32 − 1).
     #[inline]
     pub(crate) fn new(value: u128, item: u32) -> Entry {
@@ -177,6 +203,9 @@ impl Entry {
     }
 }
 
+/// Lookups and insertions whose slots are prefetched ahead of their turn.
+const AHEAD: usize = 16;
+
 /// An empty slot of [`MaskTable`].
 const EMPTY_ENTRY: Entry = Entry {
     lo: 0,
@@ -184,63 +213,34 @@ const EMPTY_ENTRY: Entry = Entry {
     item: Entry::EMPTY,
 };
 
-/// The receiver's values of one slot position, in a table whose bucket j (the values whose
-/// low `bits` bits are j) occupies the j-th part of the slots; linear probing at load ≤ 1/2.
+/// A table of entries by value (linear probing at load ≤ 1/2), for lookups of values in no
+/// particular order (`rr17_ec`'s tags).
 pub(crate) struct MaskTable {
     slots: Vec<Entry>,
-    /// log2 of the number of slots.
-    size_bits: u32,
-    bits: u32,
 }
 
 impl MaskTable {
     /// An empty table (its buffer is reused by [`fill`](Self::fill)).
-    pub(crate) fn new(bits: u32) -> MaskTable {
-        MaskTable {
-            slots: Vec::new(),
-            size_bits: 0,
-            bits,
-        }
+    pub(crate) fn new() -> MaskTable {
+        MaskTable { slots: Vec::new() }
     }
 
     #[inline]
     fn index(&self, v: u128) -> usize {
-        let t = self.size_bits;
-        if t >= self.bits {
-            let low = (v as u64) & ((1u64 << self.bits) - 1);
-            let rest = ((v >> self.bits) as u64) & ((1u64 << (t - self.bits)) - 1);
-            ((low << (t - self.bits)) | rest) as usize
-        } else {
-            (v as u64 & ((1u64 << t) - 1)) as usize
-        }
+        v as usize & (self.slots.len() - 1)
     }
 
-    /// Replaces the contents with `entries`, inserted bucket by bucket (a counting sort into
-    /// `scratch` first) so that the insertions of one bucket stay in its region of the table.
-    pub(crate) fn fill(&mut self, entries: &[Entry], scratch: &mut Vec<Entry>) {
+    /// Replaces the contents with `entries`.
+    pub(crate) fn fill(&mut self, entries: &[Entry]) {
         let size = (2 * entries.len().max(1)).next_power_of_two();
-        self.size_bits = size.trailing_zeros();
         self.slots.clear();
         self.slots.resize(size, EMPTY_ENTRY);
-        let buckets = 1usize << self.bits;
-        let low = (buckets - 1) as u64;
-        let mut start = vec![0usize; buckets + 1];
-        for e in entries {
-            start[(e.lo & low) as usize + 1] += 1;
-        }
-        for j in 0..buckets {
-            start[j + 1] += start[j];
-        }
-        scratch.clear();
-        scratch.resize(entries.len(), EMPTY_ENTRY);
-        for e in entries {
-            let j = (e.lo & low) as usize;
-            scratch[start[j]] = *e;
-            start[j] += 1;
-        }
         let mask = size - 1;
-        for e in scratch.iter() {
-            let mut i = self.index(u128::from(e.lo) | (u128::from(e.hi) << 64));
+        for (k, e) in entries.iter().enumerate() {
+            if let Some(next) = entries.get(k + AHEAD) {
+                prefetch(&self.slots[self.index(next.value())]);
+            }
+            let mut i = self.index(e.value());
             while self.slots[i].item != Entry::EMPTY {
                 i = (i + 1) & mask;
             }
@@ -267,17 +267,117 @@ impl MaskTable {
     }
 }
 
+/// The receiver's values of one slot position joined with the sender's masks of that
+/// position, which arrive in bucket order: a small table of the current bucket's values.
+pub(crate) struct BucketJoin {
+    bits: u32,
+    /// The bucket in `table`, if any.
+    current: Option<usize>,
+    table: Vec<Entry>,
+}
+
+impl BucketJoin {
+    pub(crate) fn new(bits: u32) -> BucketJoin {
+        BucketJoin {
+            bits,
+            current: None,
+            table: Vec::new(),
+        }
+    }
+
+    /// The table of bucket `j` of `buckets`: its values at their hash (the bits above the
+    /// bucket's), linear probing at load ≤ 1/2.
+    fn build(&mut self, buckets: &[Vec<Entry>], j: usize) {
+        let values = &buckets[j];
+        let size = (2 * values.len().max(1)).next_power_of_two();
+        self.table.clear();
+        self.table.resize(size, EMPTY_ENTRY);
+        let mask = size - 1;
+        for e in values {
+            let mut i = (e.value() >> self.bits) as usize & mask;
+            while self.table[i].item != Entry::EMPTY {
+                i = (i + 1) & mask;
+            }
+            self.table[i] = *e;
+        }
+        self.current = Some(j);
+    }
+
+    /// Starts the next slot position.
+    pub(crate) fn reset(&mut self) {
+        self.current = None;
+    }
+
+    /// Calls `hit(item)` for every value of `buckets` (one position's) equal to each mask of
+    /// `frame` (`len` ≤ 16 bytes each, little-endian). `Err(Malformed)` naming `what` if a
+    /// mask's bucket is below the previous mask's.
+    pub(crate) fn probe_frame(
+        &mut self,
+        buckets: &[Vec<Entry>],
+        frame: &[u8],
+        len: usize,
+        what: &'static str,
+        mut hit: impl FnMut(u32),
+    ) -> Result<()> {
+        let low = (1u128 << self.bits) - 1;
+        let keep = crate::protocols::common::tag_mask(len);
+        for (k, m) in frame.chunks_exact(len).enumerate() {
+            // One 16-byte load where the frame has the bytes (no copy call per mask).
+            let v = match frame.get(k * len..k * len + 16) {
+                Some(b) => u128::from_le_bytes(b.try_into().unwrap_or([0; 16])) & keep,
+                None => crate::protocols::common::tag_from_bytes(m),
+            };
+            let j = (v & low) as usize;
+            match self.current {
+                Some(c) if c == j => {}
+                Some(c) if c > j => {
+                    return Err(Error::malformed(what, "masks out of bucket order"));
+                }
+                _ => self.build(buckets, j),
+            }
+            let mask = self.table.len() - 1;
+            let (lo, hi) = (v as u64, (v >> 64) as u32);
+            let mut i = (v >> self.bits) as usize & mask;
+            loop {
+                let s = self.table[i];
+                if s.item == Entry::EMPTY {
+                    break;
+                }
+                if s.lo == lo && s.hi == hi {
+                    hit(s.item);
+                }
+                i = (i + 1) & mask;
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// The masks of one position as the sender sends them: bucket by bucket, each shuffled.
+    fn wire_order(masks: &[u128], bits: u32) -> Vec<u128> {
+        let mut b: Buckets<u128> = Buckets::new(bits, &[masks.len()]);
+        for &m in masks {
+            b.push(0, m as u64, m);
+        }
+        let (mut prg, mut random) = (AesPrg::new(Block(4)), Vec::new());
+        let mut out = Vec::new();
+        for bucket in b.position(0) {
+            shuffle(bucket, &mut prg, &mut random);
+            out.extend_from_slice(bucket);
+        }
+        out
+    }
+
     #[test]
-    fn masks_are_ordered_by_bucket_and_kept_whole() {
+    fn masks_go_out_by_bucket_shuffled_within_and_kept_whole() {
         let mut prg = AesPrg::new(Block(3));
         let masks: Vec<u128> = (0..5000).map(|_| prg.next_block().0 >> 40).collect();
-        let mut out = Vec::new();
-        order_masks(&masks, 4, &mut AesPrg::new(Block(4)), &mut out);
+        let out = wire_order(&masks, 4);
         assert!(out.windows(2).all(|w| (w[0] & 15) <= (w[1] & 15)));
         let (mut a, mut b) = (masks.clone(), out.clone());
         a.sort_unstable();
@@ -290,32 +390,70 @@ mod tests {
     }
 
     #[test]
+    fn the_bucket_join_finds_every_value_in_order_and_refuses_disorder() {
+        let bits = 5;
+        let mut prg = AesPrg::new(Block(21));
+        let values: Vec<u128> = (0..3000).map(|_| prg.next_block().0 >> 40).collect();
+        let mut entries: Buckets<Entry> = Buckets::new(bits, &[3001]);
+        for (i, &v) in values.iter().enumerate() {
+            entries.push(0, v as u64, Entry::new(v, i as u32));
+        }
+        // Items 6 and 3000 share a value.
+        entries.push(0, values[6] as u64, Entry::new(values[6], 3000));
+        let mut masks: Vec<u128> = values.iter().step_by(3).copied().collect();
+        masks.push(values[1] ^ (1 << 60));
+        let ordered = wire_order(&masks, bits);
+        let frame = |ms: &[u128]| -> Vec<u8> {
+            ms.iter()
+                .flat_map(|m| m.to_le_bytes()[..11].to_vec())
+                .collect()
+        };
+        let mut join = BucketJoin::new(bits);
+        let mut hits = Vec::new();
+        join.probe_frame(entries.position(0), &frame(&ordered), 11, "masks", |i| {
+            hits.push(i)
+        })
+        .unwrap();
+        hits.sort_unstable();
+        let mut want: Vec<u32> = (0..3000).step_by(3).collect();
+        want.push(3000);
+        want.sort_unstable();
+        assert_eq!(hits, want);
+        // The same masks in an order that is not the buckets'.
+        let mut reversed = ordered.clone();
+        reversed.reverse();
+        join.reset();
+        assert!(
+            join.probe_frame(entries.position(0), &frame(&reversed), 11, "masks", |_| {})
+                .is_err()
+        );
+    }
+
+    #[test]
     fn the_table_finds_every_entry_and_only_equal_values() {
-        for bits in [0u32, 3, 20] {
-            let mut prg = AesPrg::new(Block(u128::from(bits) + 9));
-            let values: Vec<u128> = (0..3000).map(|_| prg.next_block().0 >> 32).collect();
-            let mut entries: Vec<Entry> = values
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| Entry::new(v, i as u32))
-                .collect();
-            // Two items with one value.
-            entries.push(Entry::new(values[7], 3000));
-            let mut t = MaskTable::new(bits);
-            t.fill(&entries, &mut Vec::new());
-            for (i, &v) in values.iter().enumerate() {
-                let mut hits = Vec::new();
-                t.find(v, |x| hits.push(x));
-                hits.sort_unstable();
-                if i == 7 {
-                    assert_eq!(hits, [7, 3000]);
-                } else {
-                    assert_eq!(hits, [i as u32]);
-                }
-                let mut none = Vec::new();
-                t.find(v ^ (1 << 70), |x| none.push(x));
-                assert!(none.is_empty());
+        let mut prg = AesPrg::new(Block(9));
+        let values: Vec<u128> = (0..3000).map(|_| prg.next_block().0 >> 32).collect();
+        let mut entries: Vec<Entry> = values
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| Entry::new(v, i as u32))
+            .collect();
+        // Two items with one value.
+        entries.push(Entry::new(values[7], 3000));
+        let mut t = MaskTable::new();
+        t.fill(&entries);
+        for (i, &v) in values.iter().enumerate() {
+            let mut hits = Vec::new();
+            t.find(v, |x| hits.push(x));
+            hits.sort_unstable();
+            if i == 7 {
+                assert_eq!(hits, [7, 3000]);
+            } else {
+                assert_eq!(hits, [i as u32]);
             }
+            let mut none = Vec::new();
+            t.find(v ^ (1 << 70), |x| none.push(x));
+            assert!(none.is_empty());
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The receiver's side of `rr17_de` (see the module doc for the message flow).
 
-use super::engine::{Entry, MaskTable, Queued, duplex_chunk, forward, read_chunks, truncate};
+use super::engine::{
+    BucketJoin, Buckets, Entry, Queued, duplex_chunk, forward, read_chunks, truncate,
+};
 use super::{
     BASE_OTS, FORWARD, MASK_FRAME, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE, PROTOCOL,
     REVERSE, bin_key, chunks, commitment, de_params, place,
@@ -103,8 +105,8 @@ pub fn receive<C: Channel + ?Sized>(
             for &s in &pl.slot_of {
                 count[s as usize % br] += 1;
             }
-            let mut values: Vec<Vec<Entry>> =
-                count.iter().map(|&c| Vec::with_capacity(c * bs)).collect();
+            let expected: Vec<usize> = count.iter().map(|&c| c * bs).collect();
+            let mut values: Buckets<Entry> = Buckets::new(p.bucket_bits, &expected);
             let mut own = Zeroizing::new(Vec::new());
             let mut local: Vec<Entry> = Vec::new();
             for (b0, b1) in chunks(&p) {
@@ -146,7 +148,10 @@ pub fn receive<C: Channel + ?Sized>(
                     });
                 result?;
                 for (&i, e) in members.iter().zip(local.chunks_exact(bs)) {
-                    values[pl.slot_of[i as usize] as usize % br].extend_from_slice(e);
+                    let position = pl.slot_of[i as usize] as usize % br;
+                    for e in e {
+                        values.push(position, e.low(), *e);
+                    }
                 }
                 rev.recycle(keys);
                 run.report("encodings", b1 as u64, p.bins as u64);
@@ -155,11 +160,10 @@ pub fn receive<C: Channel + ?Sized>(
             run.lap("encodings");
 
             let mut hit = vec![false; items.len()];
-            let mut table = MaskTable::new(p.bucket_bits);
-            let mut scratch = Vec::new();
-            for position in values.iter_mut() {
-                table.fill(position, &mut scratch);
-                *position = Vec::new();
+            let mut join = BucketJoin::new(p.bucket_bits);
+            for l in 0..br {
+                let buckets = values.position(l);
+                join.reset();
                 let mut got = 0usize;
                 while got < n2 {
                     let count = MASK_FRAME.min(n2 - got);
@@ -170,13 +174,12 @@ pub fn receive<C: Channel + ?Sized>(
                             format!("{} bytes, {} expected", frame.len(), count * p.mask_len),
                         ));
                     }
-                    for m in frame.chunks_exact(p.mask_len) {
-                        table.find(crate::protocols::common::tag_from_bytes(m), |i| {
-                            hit[i as usize] = true;
-                        });
-                    }
+                    join.probe_frame(buckets, &frame, p.mask_len, MSG_MASKS, |i| {
+                        hit[i as usize] = true;
+                    })?;
                     got += count;
                 }
+                buckets.iter_mut().for_each(|b| *b = Vec::new());
             }
             run.lap("match");
             Ok(hit)

@@ -1,6 +1,6 @@
 //! The sender's side of `rr17_de` (see the module doc for the message flow).
 
-use super::engine::{Queued, duplex_chunk, order_masks, read_chunks, truncate};
+use super::engine::{Buckets, Queued, duplex_chunk, read_chunks, shuffle, truncate};
 use super::{
     BASE_OTS, FORWARD, MASK_FRAME, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE, PROTOCOL,
     REVERSE, bin_key, chunks, commitment, de_params, place,
@@ -90,8 +90,7 @@ pub fn send<C: Channel + ?Sized>(
         |tx: &mut dyn FrameSender, q| -> Result<()> {
             let mut rx = Queued(q);
             // The masks, by receiver slot position, in the order of the bins.
-            let mut masks: Vec<Vec<u128>> =
-                (0..br).map(|_| Vec::with_capacity(items.len())).collect();
+            let mut masks: Buckets<u128> = Buckets::new(p.bucket_bits, &vec![items.len(); br]);
             let mut own = Zeroizing::new(Vec::new());
             let mut local: Vec<u128> = Vec::new();
             for (b0, b1) in chunks(&p) {
@@ -133,8 +132,8 @@ pub fn send<C: Channel + ?Sized>(
                     });
                 result?;
                 for m in local.chunks_exact(br) {
-                    for (position, &v) in masks.iter_mut().zip(m) {
-                        position.push(v);
+                    for (position, &v) in m.iter().enumerate() {
+                        masks.push(position, v as u64, v);
                     }
                 }
                 fwd.recycle(keys);
@@ -142,18 +141,26 @@ pub fn send<C: Channel + ?Sized>(
             }
             drop(local);
             run.lap("encodings");
+            // Each position's masks bucket by bucket, each bucket in a random order.
             let mut frame = Vec::with_capacity(MASK_FRAME * p.mask_len);
-            let mut ordered = Vec::new();
-            for position in masks.iter_mut() {
-                order_masks(position, p.bucket_bits, &mut prg, &mut ordered);
-                *position = Vec::new();
-                for part in ordered.chunks(MASK_FRAME) {
-                    frame.clear();
-                    frame.resize(part.len() * p.mask_len, 0);
-                    for (dst, &m) in frame.chunks_exact_mut(p.mask_len).zip(part) {
-                        put_tag(dst, m);
+            let mut random = Vec::new();
+            for l in 0..br {
+                for bucket in masks.position(l).iter_mut() {
+                    shuffle(bucket, &mut prg, &mut random);
+                    for &m in bucket.iter() {
+                        let at = frame.len();
+                        frame.resize(at + p.mask_len, 0);
+                        put_tag(&mut frame[at..], m);
+                        if frame.len() == MASK_FRAME * p.mask_len {
+                            tx.send(MSG_MASKS, &frame)?;
+                            frame.clear();
+                        }
                     }
+                    *bucket = Vec::new();
+                }
+                if !frame.is_empty() {
                     tx.send(MSG_MASKS, &frame)?;
+                    frame.clear();
                 }
             }
             run.lap("masks");

@@ -102,10 +102,9 @@ pub fn receive<C: Channel + ?Sized>(
         got += count;
     }
     let mut hit = vec![false; items.len()];
-    let mut table = MaskTable::new(0);
-    let mut scratch = Vec::new();
+    let mut table = MaskTable::new();
     for position in &by_position {
-        table.fill(position, &mut scratch);
+        table.fill(position);
         let mut k = 0;
         while k < n2 {
             let count = ENTRY_FRAME.min(n2 - k);
