@@ -14,8 +14,8 @@ use blindjoin_ot::ext::kk13::Kk13Sender;
 use blindjoin_ot::ext::kkrt::KkrtSender;
 use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
 use blindjoin_psi::protocols::{
-    cm20, cm20_mal, dh_ffc, dkt10, ecdh, ecdh_nist, gbf, kkrt16, naive, psz14, rgbf, rr17a,
-    rsa_blind,
+    cm20, cm20_mal, dh_ffc, dkt10, ecdh, ecdh_nist, gbf, kkrt16, naive, psz14, rgbf, rr17_de,
+    rr17_ec, rr17a, rsa_blind,
 };
 use blindjoin_psi::{Protocol, RunOptions};
 use std::fmt::Display;
@@ -230,6 +230,20 @@ pub fn fuzz_cm20_mal(data: &[u8]) -> Outcome {
 /// map π, the model it claims.
 pub fn fuzz_rr17a(data: &[u8]) -> Outcome {
     fuzz_protocol(&rr17a::PROTOCOL, data)
+}
+
+/// `rr17_de` in either role (see [`fuzz_kkrt16`]): against a malicious peer's key share or
+/// opening, OOS16 columns, challenges and proofs in both directions, and the sender's masks,
+/// the model it claims.
+pub fn fuzz_rr17_de(data: &[u8]) -> Outcome {
+    fuzz_protocol(&rr17_de::PROTOCOL, data)
+}
+
+/// `rr17_ec` in either role (see [`fuzz_kkrt16`]): against a malicious receiver's key share,
+/// opening, OOS16 columns and proofs, and a malicious sender's challenges, commitments and
+/// encrypted openings, the model it claims.
+pub fn fuzz_rr17_ec(data: &[u8]) -> Outcome {
+    fuzz_protocol(&rr17_ec::PROTOCOL, data)
 }
 
 /// `dkt10` in either role (see [`fuzz_kkrt16`]): against a malicious sender's key commitment,

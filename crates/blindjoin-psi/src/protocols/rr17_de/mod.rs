@@ -415,7 +415,7 @@ pub(crate) fn place_in_bins(items: &[Item], key: Block, p: &DeParams) -> Placeme
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
     use super::*;
 
@@ -436,6 +436,69 @@ mod tests {
         // Empty sides.
         let p = de_params(40, 0, 5).unwrap();
         assert_eq!((p.bins, p.slots_r), (2, 1));
+    }
+
+    /// Distinct items: `i` in the first four bytes.
+    pub(crate) fn item(i: u32) -> Item {
+        let mut b = [0u8; 16];
+        b[..4].copy_from_slice(&i.to_le_bytes());
+        b[4] = 0xa5;
+        Item(b)
+    }
+
+    fn ideal() -> crate::RunOptions {
+        crate::RunOptions {
+            base_ot: BaseOt::Ideal,
+            ..crate::RunOptions::default()
+        }
+    }
+
+    /// Receiver items 0..500, sender items 300..900; each side may encode other items in some
+    /// of its slots than it evaluates with. Returns the receiver's output.
+    fn run_with(x_slots: Option<&[Item]>, y_slots: Option<&[Item]>) -> Vec<usize> {
+        let x: Vec<Item> = (0..500).map(item).collect();
+        let y: Vec<Item> = (300..900).map(item).collect();
+        let opts = ideal();
+        let (r, s) = blindjoin_testkit::run_two_party(
+            |ch| receiver::receive_encoding(ch, &x, x_slots, &opts, &mut blindjoin_testkit::rng(1)),
+            |ch| sender::send_encoding(ch, &y, y_slots, &opts, &mut blindjoin_testkit::rng(2)),
+        );
+        s.unwrap();
+        r.unwrap().indices
+    }
+
+    #[test]
+    fn a_party_that_encodes_other_items_than_it_evaluates_matches_only_where_they_agree() {
+        assert_eq!(run_with(None, None), (300..500).collect::<Vec<_>>());
+        // The sender's odd items (300, 302, … are its even ones) encode unrelated items in
+        // their slots: they match nothing.
+        let y_slots: Vec<Item> = (300..900u32)
+            .map(|v| {
+                if (v - 300) % 2 == 0 {
+                    item(v)
+                } else {
+                    item(10_000 + v)
+                }
+            })
+            .collect();
+        let want: Vec<usize> = (300..500).step_by(2).collect();
+        assert_eq!(run_with(None, Some(&y_slots)), want);
+        // The receiver's items divisible by 3 encode unrelated items: they match nothing.
+        let x_slots: Vec<Item> = (0..500u32)
+            .map(|v| {
+                if v % 3 == 0 {
+                    item(20_000 + v)
+                } else {
+                    item(v)
+                }
+            })
+            .collect();
+        let want: Vec<usize> = (300..500).filter(|i| i % 3 != 0).collect();
+        assert_eq!(run_with(Some(&x_slots), None), want);
+        // A sender that encodes the receiver's other items in its slots learns nothing and
+        // makes nothing match (the receiver's own items 0..300 are not in the sender's set).
+        let y_slots: Vec<Item> = (0..600u32).map(|v| item(v % 300)).collect();
+        assert_eq!(run_with(None, Some(&y_slots)), Vec::<usize>::new());
     }
 
     #[test]

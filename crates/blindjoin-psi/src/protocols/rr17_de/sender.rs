@@ -3,7 +3,7 @@
 use super::engine::{Buckets, Queued, duplex_chunk, read_chunks, shuffle, truncate};
 use super::{
     BASE_OTS, FORWARD, MASK_FRAME, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE, PROTOCOL,
-    REVERSE, bin_key, chunks, commitment, de_params, place,
+    REVERSE, bin_key, chunks, commitment, de_params, place, place_in_bins,
 };
 use crate::protocols::common::{pipelined, put_tag, queue_frames};
 use crate::protocols::rr17a::recv_exact;
@@ -30,6 +30,19 @@ const PAR_ITEMS: usize = 1 << 10;
 pub fn send<C: Channel + ?Sized>(
     ch: &mut C,
     items: &[Item],
+    opts: &RunOptions,
+    rng: &mut impl CryptoRng,
+) -> Result<SenderOutput> {
+    send_encoding(ch, items, None, opts, rng)
+}
+
+/// [`send`] with the OOS16 input of each item's slot taken from `slot_items[i]` instead of
+/// `items[i]` where given: a party that encodes other items than it evaluates (the tests'
+/// cheating party; `None` is the protocol).
+pub(crate) fn send_encoding<C: Channel + ?Sized>(
+    ch: &mut C,
+    items: &[Item],
+    slot_items: Option<&[Item]>,
     opts: &RunOptions,
     rng: &mut impl CryptoRng,
 ) -> Result<SenderOutput> {
@@ -76,7 +89,13 @@ pub fn send<C: Channel + ?Sized>(
     run.lap("base OT");
 
     let mut prg = AesPrg::new(Block::random(rng));
-    let pl = place(items, key, &p, p.slots_s, &mut prg)?;
+    let mut pl = place(items, key, &p, p.slots_s, &mut prg)?;
+    if let Some(other) = slot_items {
+        let alt = place_in_bins(other, key, &p);
+        for (&slot, &input) in pl.slot_of.iter().zip(&alt.inputs) {
+            pl.slot_inputs[slot as usize] = input;
+        }
+    }
     run.lap("bins");
 
     let (br, bs) = (p.slots_r, p.slots_s);

@@ -217,6 +217,57 @@ mod tests {
         assert!((p.chunk_bins + 1) * p.slots_r > oos::ONE_FRAME);
     }
 
+    /// Receiver items 0..500, sender items 300..900, as [`super::super::rr17_de`]'s test.
+    fn run_with(x_slots: Option<&[Item]>, y_evals: Option<&[Item]>) -> Vec<usize> {
+        use crate::protocols::rr17_de::tests::item;
+        let x: Vec<Item> = (0..500).map(item).collect();
+        let y: Vec<Item> = (300..900).map(item).collect();
+        let opts = crate::RunOptions {
+            base_ot: BaseOt::Ideal,
+            ..crate::RunOptions::default()
+        };
+        let (r, s) = blindjoin_testkit::run_two_party(
+            |ch| receiver::receive_encoding(ch, &x, x_slots, &opts, &mut blindjoin_testkit::rng(1)),
+            |ch| sender::send_encoding(ch, &y, y_evals, &opts, &mut blindjoin_testkit::rng(2)),
+        );
+        s.unwrap();
+        r.unwrap().indices
+    }
+
+    #[test]
+    fn a_party_that_encodes_or_opens_under_other_items_matches_only_where_they_agree() {
+        use crate::protocols::rr17_de::tests::item;
+        assert_eq!(run_with(None, None), (300..500).collect::<Vec<_>>());
+        // The sender opens the commitments of its odd items under unrelated items' encodings.
+        let y_evals: Vec<Item> = (300..900u32)
+            .map(|v| {
+                if (v - 300) % 2 == 0 {
+                    item(v)
+                } else {
+                    item(10_000 + v)
+                }
+            })
+            .collect();
+        let want: Vec<usize> = (300..500).step_by(2).collect();
+        assert_eq!(run_with(None, Some(&y_evals)), want);
+        // ... or under the encodings of other items of the receiver's: an opening it recovers
+        // then opens no commitment to its own item.
+        let y_evals: Vec<Item> = (300..900u32).map(|v| item(v - 300)).collect();
+        assert_eq!(run_with(None, Some(&y_evals)), Vec::<usize>::new());
+        // The receiver's items divisible by 3 encode unrelated items.
+        let x_slots: Vec<Item> = (0..500u32)
+            .map(|v| {
+                if v % 3 == 0 {
+                    item(20_000 + v)
+                } else {
+                    item(v)
+                }
+            })
+            .collect();
+        let want: Vec<usize> = (300..500).filter(|i| i % 3 != 0).collect();
+        assert_eq!(run_with(Some(&x_slots), None), want);
+    }
+
     #[test]
     fn commitments_bind_the_session_the_item_and_the_opening() {
         let (sid, x, r) = ([1u8; 32], Item([2; 16]), [3u8; 16]);

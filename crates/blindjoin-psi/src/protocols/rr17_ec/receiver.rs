@@ -6,7 +6,7 @@ use super::{
 };
 use crate::protocols::common::set_size;
 use crate::protocols::rr17_de::engine::{Entry, MaskTable};
-use crate::protocols::rr17_de::{bin_key, chunks, commitment, place};
+use crate::protocols::rr17_de::{bin_key, chunks, commitment, place, place_in_bins};
 use crate::protocols::rr17a::recv_exact;
 use crate::run::Run;
 use crate::{ReceiverOutput, RunOptions};
@@ -27,6 +27,19 @@ use zeroize::Zeroizing;
 pub fn receive<C: Channel + ?Sized>(
     ch: &mut C,
     items: &[Item],
+    opts: &RunOptions,
+    rng: &mut impl CryptoRng,
+) -> Result<ReceiverOutput> {
+    receive_encoding(ch, items, None, opts, rng)
+}
+
+/// [`receive`] with the OOS16 input of each item's slot taken from `slot_items[i]` instead of
+/// `items[i]` where given: a receiver that encodes other items than it checks (the tests'
+/// cheating receiver; `None` is the protocol).
+pub(crate) fn receive_encoding<C: Channel + ?Sized>(
+    ch: &mut C,
+    items: &[Item],
+    slot_items: Option<&[Item]>,
     opts: &RunOptions,
     rng: &mut impl CryptoRng,
 ) -> Result<ReceiverOutput> {
@@ -57,7 +70,13 @@ pub fn receive<C: Channel + ?Sized>(
     run.lap("base OT");
 
     let mut prg = AesPrg::new(Block::random(rng));
-    let pl = place(items, key, &p, p.slots_r, &mut prg)?;
+    let mut pl = place(items, key, &p, p.slots_r, &mut prg)?;
+    if let Some(other) = slot_items {
+        let alt = place_in_bins(other, key, &p);
+        for (&slot, &input) in pl.slot_of.iter().zip(&alt.inputs) {
+            pl.slot_inputs[slot as usize] = input;
+        }
+    }
     run.lap("bins");
 
     let br = p.slots_r;

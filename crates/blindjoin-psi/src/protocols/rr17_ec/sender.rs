@@ -32,6 +32,20 @@ pub fn send<C: Channel + ?Sized>(
     opts: &RunOptions,
     rng: &mut impl CryptoRng,
 ) -> Result<SenderOutput> {
+    send_encoding(ch, items, None, opts, rng)
+}
+
+/// [`send`] with each item's entries computed under the encoding of `eval_items[i]` instead of
+/// `items[i]` (its commitment still to `items[i]`) where given: a sender that opens its
+/// commitments under other items' encodings (the tests' cheating sender; `None` is the
+/// protocol).
+pub(crate) fn send_encoding<C: Channel + ?Sized>(
+    ch: &mut C,
+    items: &[Item],
+    eval_items: Option<&[Item]>,
+    opts: &RunOptions,
+    rng: &mut impl CryptoRng,
+) -> Result<SenderOutput> {
     let mut run = Run::start(ch, &PROTOCOL, Role::Sender, items.len(), opts, rng)?;
     let sid = run.session.id;
     let (n1, n2) = run.sizes();
@@ -67,6 +81,10 @@ pub fn send<C: Channel + ?Sized>(
 
     let mut prg = AesPrg::new(Block::random(rng));
     let pl = place_in_bins(items, key, &p);
+    let eval_inputs = match eval_items {
+        Some(other) => place_in_bins(other, key, &p).inputs,
+        None => pl.inputs.clone(),
+    };
     // π: the position of each item on the wire.
     let mut order: Vec<u32> = (0..items.len() as u32).collect();
     let mut random = vec![0u8; 8 * items.len()];
@@ -107,7 +125,7 @@ pub fn send<C: Channel + ?Sized>(
                 let mut g: Zeroizing<Vec<Wide>> = Zeroizing::new(vec![[Block::ZERO; 2]; br]);
                 for (out, &i) in out.chunks_exact_mut(item_len).zip(m) {
                     let bin = pl.slot_of[i as usize] as usize;
-                    let c = keys.masked_code(pl.inputs[i as usize]);
+                    let c = keys.masked_code(eval_inputs[i as usize]);
                     keys.eval_masked(&c, (bin - b0) * br, &mut g)?;
                     let r = Block::from_bytes(openings[i as usize]);
                     for (e, g) in out.chunks_exact_mut(ENTRY_LEN).zip(g.iter()) {
