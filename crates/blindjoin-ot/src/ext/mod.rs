@@ -219,14 +219,16 @@ pub(crate) fn grow_wiping<T: Zeroize + Copy>(buf: &mut Vec<T>, capacity: usize) 
     }
 }
 
-/// Keeps a finished batch's row buffer as the spare of the next batch (if it is the larger of
-/// the two), so that batches reuse memory instead of page-faulting fresh allocations. The kept
-/// buffer is overwritten by the next batch and wiped with its owner (every owner wipes its
-/// spare on drop); the other one is wiped before it is freed.
+/// Keeps a finished batch's row buffer, emptied, as the spare of the next batch (if it is the
+/// larger of the two), so that batches reuse memory instead of page-faulting fresh
+/// allocations. The kept buffer's memory is overwritten by the next batch and wiped with its
+/// owner (every owner wipes its spare on drop); the other one is wiped before it is freed.
 pub(crate) fn keep_spare(spare: &mut Vec<Block>, mut rows: Vec<Block>) {
     if rows.capacity() > spare.capacity() {
         std::mem::swap(spare, &mut rows);
     }
+    // Empty, as the next batch expects it (its contents stay until overwritten or dropped).
+    spare.clear();
     rows.zeroize();
 }
 
@@ -268,6 +270,17 @@ pub(crate) fn pack_bits(bits: &[bool]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keep_spare_leaves_the_larger_buffer_empty() {
+        let mut spare = Vec::with_capacity(4);
+        spare.extend_from_slice(&[Block(1), Block(2)]);
+        let rows = vec![Block(3); 10];
+        keep_spare(&mut spare, rows);
+        assert!(spare.is_empty() && spare.capacity() >= 10);
+        keep_spare(&mut spare, vec![Block(4); 2]);
+        assert!(spare.is_empty() && spare.capacity() >= 10);
+    }
 
     #[test]
     fn grow_wiping_keeps_the_contents_and_the_capacity_it_has() {

@@ -104,6 +104,46 @@ fn check(x: &[Block], got: &[Block], s: &KkrtSenderOutputs) {
 }
 
 #[test]
+fn batches_on_a_recycled_buffer_match() {
+    // Each batch's buffer serves the next one: the rows must start afresh, whatever the
+    // previous batch left in it (sizes across the 2^16 chunk boundary, larger then smaller).
+    let counts = [70_000usize, 3, 70_000, 1000];
+    let all: Vec<Vec<Block>> = counts
+        .iter()
+        .enumerate()
+        .map(|(k, &n)| inputs(n, 77 + k as u64))
+        .collect();
+    let (recv, evals) = run_two_party(
+        |ch| {
+            let mut r = receiver(ch, DEFAULT_CODE_BLOCKS).unwrap();
+            all.iter()
+                .map(|x| {
+                    let mut out = vec![Block::ZERO; x.len()];
+                    r.receive(ch, x, &mut out).unwrap();
+                    out
+                })
+                .collect::<Vec<_>>()
+        },
+        |ch| {
+            let mut s = sender(ch, DEFAULT_CODE_BLOCKS).unwrap();
+            all.iter()
+                .map(|x| {
+                    let o = s.send(ch, x.len()).unwrap();
+                    let ev: Vec<Block> = x
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &xi)| o.eval(i, xi).unwrap())
+                        .collect();
+                    s.recycle(o);
+                    ev
+                })
+                .collect::<Vec<_>>()
+        },
+    );
+    assert_eq!(recv, evals);
+}
+
+#[test]
 fn default_width_counts_and_chunk_boundary() {
     let counts = [1usize, 127, 128, 129, 1000, 65_537];
     let (all, recv, send) = run(DEFAULT_CODE_BLOCKS, &counts);
