@@ -113,6 +113,46 @@ const CHALLENGE_LABEL: &str = "ot/kos/challenge";
 /// the wrong length is reported as malformed (a frame past this bound is refused unread).
 const SHORT_FRAME_MAX: usize = 64;
 
+/// Random base OTs for a wide extension (OOS16's 512), extended by KOS from κ = 128 base OTs
+/// of the inner base OT `B` run in reversed roles, as libOTe and libPSI seed OOS16 (128
+/// public-key OTs, then KOS): secure against a malicious party when `B` is, at the cost of
+/// 128 public-key OTs instead of one per base OT.
+#[derive(Clone, Copy, Debug)]
+pub struct KosBase<B>(pub B);
+
+impl<B: BaseOtReceiver> BaseOtSender for KosBase<B> {
+    fn send_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        n: usize,
+        rng: &mut impl rand::CryptoRng,
+    ) -> Result<Vec<[[u8; 16]; 2]>> {
+        let mut kos = KosSender::setup(&mut self.0, ch, sid, rng)?;
+        let mut out = Zeroizing::new(vec![[Block::ZERO; 2]; n]);
+        kos.send_random(ch, &mut out)?;
+        Ok(out
+            .iter()
+            .map(|[a, b]| [a.to_bytes(), b.to_bytes()])
+            .collect())
+    }
+}
+
+impl<B: BaseOtSender> BaseOtReceiver for KosBase<B> {
+    fn receive_random<C: Channel + ?Sized>(
+        &mut self,
+        ch: &mut C,
+        sid: &[u8; 32],
+        choices: &[bool],
+        rng: &mut impl rand::CryptoRng,
+    ) -> Result<Vec<[u8; 16]>> {
+        let mut kos = KosReceiver::setup(&mut self.0, ch, sid, rng)?;
+        let mut out = Zeroizing::new(vec![Block::ZERO; choices.len()]);
+        kos.receive_random(ch, choices, &mut out)?;
+        Ok(out.iter().map(|b| b.to_bytes()).collect())
+    }
+}
+
 /// KOS sender (the party that checks). [`setup`](Self::setup) runs the base OTs and is the only
 /// way to get one. It holds IKNP's sender (whose Δ is wiped on drop), the PRG of its challenge
 /// seeds and a chunk's row buffer (wiped on drop); `Debug` shows none of them.

@@ -13,7 +13,7 @@ use blindjoin_ot::base::{
 use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender};
 use blindjoin_ot::ext::kk13::{Kk13Receiver, Kk13Sender};
 use blindjoin_ot::ext::kkrt::{DEFAULT_CODE_BLOCKS, KkrtReceiver, KkrtSender};
-use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
+use blindjoin_ot::ext::kos::{KosBase, KosReceiver, KosSender};
 use blindjoin_testkit::{Attack, Tamper, Target, rng, run_two_party};
 use rand::Rng;
 use std::time::Instant;
@@ -40,6 +40,23 @@ fn receiver_gets_the_chosen_key_and_not_the_other() {
             assert_eq!(*key, pair[usize::from(c)], "n = {n}, OT {i}");
             assert_ne!(*key, pair[usize::from(!c)], "n = {n}, OT {i}");
         }
+    }
+}
+
+#[test]
+fn kos_extended_base_ots_give_the_chosen_key_and_not_the_other() {
+    // 512 base OTs for a wide extension from 128 inner ones (here the ideal base OT).
+    let n = 512;
+    let choices = random_choices(n, 5);
+    let (sent, got) = run_two_party(
+        |ch| KosBase(IdealBaseOtReceiver::default()).send_random(ch, &SID, n, &mut rng(1)),
+        |ch| KosBase(IdealBaseOtSender::default()).receive_random(ch, &SID, &choices, &mut rng(2)),
+    );
+    let (sent, got) = (sent.unwrap(), got.unwrap());
+    assert_eq!((sent.len(), got.len()), (n, n));
+    for (i, ((pair, key), &c)) in sent.iter().zip(&got).zip(&choices).enumerate() {
+        assert_eq!(*key, pair[usize::from(c)], "OT {i}");
+        assert_ne!(*key, pair[usize::from(!c)], "OT {i}");
     }
 }
 

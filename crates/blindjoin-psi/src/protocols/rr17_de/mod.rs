@@ -28,7 +28,8 @@
 //! R → S: SHA-256(sid, share_R, nonce)            S → R: share_S          R → S: share_R, nonce
 //!        key = SHA-256(sid, share_S, share_R); h(x) = AES_key(x); bin(x) = ⌊hi64(h)·m / 2^64⌋;
 //!        e(x) = the low d bits of h, d = λ + ⌈log2(n1·n2)⌉ − ⌊log2 m⌋ ≤ 76
-//! base:  512 endemic OTs (R sends), OOS16 forward (R is the OOS receiver, S the key holder);
+//! base:  128 endemic OTs (S sends A, R the pairs), extended by KOS to 512 random OTs (R the KOS
+//!        sender): the base OTs of OOS16 forward (R is the OOS receiver, S the key holder);
 //!        its first 512 instances, on R's random bits c, are the reverse OOS16's base OTs
 //!        (S holds (F_i(0), F_i(1)), R learns F_i(c_i)): S is the reverse receiver
 //! both:  each party puts its items into the m bins and each bin's items into random slots of
@@ -77,6 +78,9 @@ use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
 use blindjoin_ot::base::endemic::{MSG_ENDEMIC_RECEIVER_PAIRS, MSG_ENDEMIC_SENDER_POINT};
+use blindjoin_ot::ext::KAPPA;
+use blindjoin_ot::ext::iknp;
+use blindjoin_ot::ext::kos;
 use blindjoin_ot::ext::oos::{self, Names};
 use blindjoin_ot::traffic;
 use sha2::{Digest, Sha256};
@@ -141,15 +145,21 @@ pub static PROTOCOL: Protocol = Protocol {
     roles: PSI_ROLES,
     kappa: &[128],
     params: |o| params(o.base_ot),
-    // hello ‖ hello; verdict ‖ verdict; commit; share; opening + base A; pairs; per chunk the
-    // forward and the reverse OOS16 (three flights each, counted once); masks.
-    flights: 14,
+    // hello ‖ hello; verdict ‖ verdict; commit; share; opening; base A; pairs; KOS commitment
+    // and columns; KOS seed; KOS opening and proof; the reverse base OTs (OOS16: u, challenge,
+    // proof); per chunk both OOS16 directions at once (three flights); masks.
+    flights: 17,
     flow: &[
         Message::receiver(MSG_COMMIT),
         Message::sender(MSG_SHARE),
         Message::receiver(MSG_OPENING),
-        Message::receiver(MSG_ENDEMIC_SENDER_POINT),
-        Message::sender(MSG_ENDEMIC_RECEIVER_PAIRS),
+        Message::sender(MSG_ENDEMIC_SENDER_POINT),
+        Message::receiver(MSG_ENDEMIC_RECEIVER_PAIRS),
+        Message::sender(kos::MSG_COMMITMENT),
+        Message::sender(iknp::MSG_U_COLUMNS),
+        Message::receiver(kos::MSG_SEED),
+        Message::sender(kos::MSG_OPENING),
+        Message::sender(kos::MSG_PROOF),
         Message::receiver(FORWARD.u),
         Message::sender(FORWARD.challenge),
         Message::receiver(FORWARD.proof),
@@ -169,7 +179,10 @@ fn params(base_ot: BaseOt) -> Vec<(String, String)> {
             "ot".into(),
             "oos16/bch511/check per batch of 2^17 bins' slots".into(),
         ),
-        ("base_ot".into(), base_ot.malicious_name().into()),
+        (
+            "base_ot".into(),
+            format!("{} x128, kos to 512", base_ot.malicious_name()),
+        ),
         (
             "bins".into(),
             format!("ceil(max(n1,n2)/{ITEMS_PER_BIN}), slots max_bin_size(lambda)"),
@@ -267,7 +280,7 @@ pub(crate) fn chunks(p: &DeParams) -> impl Iterator<Item = (usize, usize)> + '_ 
 /// The bytes of each message.
 fn traffic(s: &Sizes) -> Result<Traffic> {
     let p = de_params(s.lambda, s.n_recv, s.n_send)?;
-    let [a, pairs] = traffic::endemic(BASE_OTS);
+    let [a, pairs] = traffic::endemic(KAPPA);
     let (mut fwd, mut rev) = ([0u64; 3], [0u64; 3]);
     let add = |acc: &mut [u64; 3], m: usize| {
         for (x, y) in acc.iter_mut().zip(oos::traffic(m)) {
@@ -281,12 +294,15 @@ fn traffic(s: &Sizes) -> Result<Traffic> {
         add(&mut rev, len * p.slots_s);
     }
     let h = FRAME_HEADER_LEN as u64;
-    Ok(vec![
+    let mut out = vec![
         (MSG_COMMIT, 32 + h),
         (MSG_SHARE, 16 + h),
         (MSG_OPENING, 32 + h),
         a,
         pairs,
+    ];
+    out.extend(traffic::kos(BASE_OTS));
+    out.extend([
         (FORWARD.u, fwd[0]),
         (FORWARD.challenge, fwd[1]),
         (FORWARD.proof, fwd[2]),
@@ -297,7 +313,8 @@ fn traffic(s: &Sizes) -> Result<Traffic> {
             MSG_MASKS,
             p.slots_r as u64 * framed_bytes(s.n_send, p.mask_len, MASK_FRAME),
         ),
-    ])
+    ]);
+    Ok(out)
 }
 
 /// The commitment to the receiver's key share.

@@ -16,6 +16,7 @@ use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
+use blindjoin_ot::ext::kos::KosBase;
 use blindjoin_ot::ext::oos::{self, OosReceiver, OosSender};
 use rand::CryptoRng;
 use rayon::prelude::*;
@@ -72,7 +73,8 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
     ch.send(MSG_OPENING, &opening[..])?;
     let key = bin_key(&sid, &theirs, &share);
 
-    let mut fwd = OosReceiver::setup(&mut run.malicious_base_ot(), ch, &sid, rng)?.named(FORWARD);
+    let mut fwd =
+        OosReceiver::setup(&mut KosBase(run.malicious_base_ot()), ch, &sid, rng)?.named(FORWARD);
     // The reverse direction's base OTs: forward instances on random bits.
     let choices: Zeroizing<Vec<bool>> =
         Zeroizing::new((0..BASE_OTS).map(|_| rng.next_u32() & 1 == 1).collect());

@@ -14,6 +14,7 @@ use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
+use blindjoin_ot::ext::kos::KosBase;
 use blindjoin_ot::ext::oos::{self, OosReceiver, OosSender};
 use rand::CryptoRng;
 use rayon::prelude::*;
@@ -75,7 +76,8 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
     }
     let key = bin_key(&sid, &share, &theirs);
 
-    let mut fwd = OosSender::setup(&mut run.malicious_base_ot(), ch, &sid, rng)?.named(FORWARD);
+    let mut fwd =
+        OosSender::setup(&mut KosBase(run.malicious_base_ot()), ch, &sid, rng)?.named(FORWARD);
     let base = fwd.send(ch, BASE_OTS)?;
     let mut pairs = Zeroizing::new(Vec::with_capacity(BASE_OTS));
     for i in 0..BASE_OTS {

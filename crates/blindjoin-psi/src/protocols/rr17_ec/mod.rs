@@ -25,7 +25,8 @@
 //!
 //! ```text
 //! R → S: SHA-256(sid, share_R, nonce)          S → R: share_R          R → S: share_R, nonce
-//! base:  512 endemic OTs (R sends the pairs); R is the OOS16 receiver, S holds the key
+//! base:  128 endemic OTs (S sends A, R the pairs) extended by KOS to 512 random OTs (R the KOS
+//!        sender); R is the OOS16 receiver, S holds the key
 //! R:     its items in random slots of their bins, empty slots 0
 //! per chunk of bins: R → S the u columns of the chunk's slots; S → R a challenge; R → S the
 //!        proof; S checks it. R learns G_{b,l}(e(x)) for its item x in slot l of bin b
@@ -61,6 +62,9 @@ use blindjoin_core::Result;
 use blindjoin_core::channel::{FRAME_HEADER_LEN, framed_bytes};
 use blindjoin_core::item::Item;
 use blindjoin_ot::base::endemic::{MSG_ENDEMIC_RECEIVER_PAIRS, MSG_ENDEMIC_SENDER_POINT};
+use blindjoin_ot::ext::KAPPA;
+use blindjoin_ot::ext::iknp;
+use blindjoin_ot::ext::kos;
 use blindjoin_ot::ext::oos;
 use blindjoin_ot::traffic;
 use sha2::{Digest, Sha256};
@@ -113,15 +117,21 @@ pub static PROTOCOL: Protocol = Protocol {
     roles: PSI_ROLES,
     kappa: &[128],
     params: |o| params(o.base_ot),
-    // hello ‖ hello; verdict ‖ verdict; commit; share; opening + base A; pairs; per chunk u,
-    // challenge, proof (counted once); commitments and entries.
-    flights: 10,
+    // hello ‖ hello; verdict ‖ verdict; commit; share; opening; base A; pairs; KOS commitment
+    // and columns; KOS seed; KOS opening and proof; per chunk u, challenge, proof (counted
+    // once); commitments and entries.
+    flights: 13,
     flow: &[
         Message::receiver(MSG_COMMIT),
         Message::sender(MSG_SHARE),
         Message::receiver(MSG_OPENING),
-        Message::receiver(MSG_ENDEMIC_SENDER_POINT),
-        Message::sender(MSG_ENDEMIC_RECEIVER_PAIRS),
+        Message::sender(MSG_ENDEMIC_SENDER_POINT),
+        Message::receiver(MSG_ENDEMIC_RECEIVER_PAIRS),
+        Message::sender(kos::MSG_COMMITMENT),
+        Message::sender(iknp::MSG_U_COLUMNS),
+        Message::receiver(kos::MSG_SEED),
+        Message::sender(kos::MSG_OPENING),
+        Message::sender(kos::MSG_PROOF),
         Message::receiver(oos::MSG_U_COLUMNS),
         Message::sender(oos::MSG_CHALLENGE),
         Message::receiver(oos::MSG_PROOF),
@@ -136,7 +146,10 @@ pub static PROTOCOL: Protocol = Protocol {
 fn params(base_ot: BaseOt) -> Vec<(String, String)> {
     vec![
         ("ot".into(), "oos16/bch511/check per chunk of bins".into()),
-        ("base_ot".into(), base_ot.malicious_name().into()),
+        (
+            "base_ot".into(),
+            format!("{} x128, kos to 512", base_ot.malicious_name()),
+        ),
         (
             "bins".into(),
             "ceil(max(n1,n2)/4), slots max_bin_size(lambda)".into(),
@@ -167,7 +180,7 @@ pub(crate) fn ec_params(lambda: u32, n1: u64, n2: u64) -> Result<DeParams> {
 /// The bytes of each message.
 fn traffic(s: &Sizes) -> Result<Traffic> {
     let p = ec_params(s.lambda, s.n_recv, s.n_send)?;
-    let [a, pairs] = traffic::endemic(crate::protocols::rr17_de::BASE_OTS);
+    let [a, pairs] = traffic::endemic(KAPPA);
     let mut ot = [0u64; 3];
     for (b0, b1) in crate::protocols::rr17_de::chunks(&p) {
         for (x, y) in ot.iter_mut().zip(oos::traffic((b1 - b0) * p.slots_r)) {
@@ -175,12 +188,15 @@ fn traffic(s: &Sizes) -> Result<Traffic> {
         }
     }
     let h = FRAME_HEADER_LEN as u64;
-    Ok(vec![
+    let mut out = vec![
         (MSG_COMMIT, 32 + h),
         (MSG_SHARE, 16 + h),
         (MSG_OPENING, 32 + h),
         a,
         pairs,
+    ];
+    out.extend(traffic::kos(crate::protocols::rr17_de::BASE_OTS));
+    out.extend([
         (oos::MSG_U_COLUMNS, ot[0]),
         (oos::MSG_CHALLENGE, ot[1]),
         (oos::MSG_PROOF, ot[2]),
@@ -192,7 +208,8 @@ fn traffic(s: &Sizes) -> Result<Traffic> {
             MSG_ENTRIES,
             p.slots_r as u64 * framed_bytes(s.n_send, ENTRY_LEN, ENTRY_FRAME),
         ),
-    ])
+    ]);
+    Ok(out)
 }
 
 /// c = SHA-256(label, sid, item, r): the sender's commitment to `item` with opening `r`.

@@ -15,6 +15,7 @@ use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
+use blindjoin_ot::ext::kos::KosBase;
 use blindjoin_ot::ext::oos::{OosReceiver, Wide};
 use rand::CryptoRng;
 use zeroize::Zeroizing;
@@ -66,7 +67,7 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
     ch.send(MSG_OPENING, &opening[..])?;
     let key = bin_key(&sid, &theirs, &share);
 
-    let mut ot = OosReceiver::setup(&mut run.malicious_base_ot(), ch, &sid, rng)?;
+    let mut ot = OosReceiver::setup(&mut KosBase(run.malicious_base_ot()), ch, &sid, rng)?;
     run.lap("base OT");
 
     let mut prg = AesPrg::new(Block::random(rng));

@@ -13,6 +13,7 @@ use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
+use blindjoin_ot::ext::kos::KosBase;
 use blindjoin_ot::ext::oos::{OosSender, Wide};
 use rand::CryptoRng;
 use rayon::prelude::*;
@@ -76,7 +77,7 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
     }
     let key = bin_key(&sid, &share, &theirs);
 
-    let mut ot = OosSender::setup(&mut run.malicious_base_ot(), ch, &sid, rng)?;
+    let mut ot = OosSender::setup(&mut KosBase(run.malicious_base_ot()), ch, &sid, rng)?;
     run.lap("base OT");
 
     let mut prg = AesPrg::new(Block::random(rng));
