@@ -31,6 +31,7 @@
 
 use crate::block::Block;
 use crate::error::{Error, Result};
+use zeroize::Zeroize;
 
 /// One implementation of the 128×128 transpose. [`TransposeImpl::detect`] picks the fastest
 /// that the CPU supports; the others exist for testing and benchmarking.
@@ -179,6 +180,88 @@ pub fn transpose_128xn_with(
         // SAFETY: `imp` is available and the dimensions are consistent (checked above).
         unsafe { span_tiles(imp, input, row_bytes, s * SPAN, tiles, &mut buf) };
     }
+    Ok(())
+}
+
+/// The columns of a matrix given by its rows of `width` blocks (the inverse layout of
+/// [`transpose_128xn`], as an OT-extension receiver turns its codewords into columns):
+/// `rows` holds r ≤ 8·`row_bytes` rows, row i at blocks `i·width..(i + 1)·width` (rows from r
+/// on are zero); writes 128·`width` columns of `row_bytes` bytes into `cols`, bit i of column j
+/// being bit j of row i. Full tiles of 128 rows are read in place (stride `16·width` bytes),
+/// the last partial one through a buffer.
+///
+/// # Errors
+///
+/// [`Error::InvalidParam`] if `row_bytes` is not a multiple of 16, `width` is 0,
+/// `rows.len()` is not a multiple of `width` or exceeds `8·row_bytes·width` blocks, or
+/// `cols.len() != 128·width·row_bytes`.
+pub fn rows_to_columns(
+    rows: &[Block],
+    width: usize,
+    row_bytes: usize,
+    cols: &mut [u8],
+) -> Result<()> {
+    let bad = |reason: String| {
+        Err(Error::InvalidParam {
+            field: "transpose dimensions",
+            reason,
+        })
+    };
+    if !row_bytes.is_multiple_of(16) || width == 0 {
+        return bad(format!("{row_bytes} bytes per column, width {width}"));
+    }
+    if !rows.len().is_multiple_of(width) || rows.len() > 8 * row_bytes * width {
+        return bad(format!(
+            "{} blocks for width {width} and {row_bytes} bytes per column",
+            rows.len()
+        ));
+    }
+    if cols.len() != 128 * width * row_bytes {
+        return bad(format!(
+            "{} column bytes, {} expected",
+            cols.len(),
+            128 * width * row_bytes
+        ));
+    }
+    let imp = TransposeImpl::detect();
+    let r = rows.len() / width;
+    let mut out = [Block::ZERO; 128];
+    let mut partial = [Block::ZERO; 128];
+    for t in 0..row_bytes / 16 {
+        for g in 0..width {
+            if (t + 1) * 128 <= r {
+                // SAFETY: `imp` is available (detected). Row i of the tile is block
+                // `(128t + i)·width + g` of `rows`, 16·width bytes after row i − 1: every one
+                // of the 128 rows is inside `rows` (128(t + 1) ≤ r). `out` is a distinct local.
+                unsafe {
+                    tile(
+                        imp,
+                        rows.as_ptr().add(128 * t * width + g).cast::<u8>(),
+                        16 * width,
+                        out.as_mut_ptr(),
+                    )
+                };
+            } else {
+                for (i, p) in partial.iter_mut().enumerate() {
+                    let row = 128 * t + i;
+                    *p = if row < r {
+                        rows[row * width + g]
+                    } else {
+                        Block::ZERO
+                    };
+                }
+                // SAFETY: `imp` is available; the source is the 128 blocks of `partial`
+                // (stride 16) and the destination the distinct local `out`.
+                unsafe { tile(imp, partial.as_ptr().cast::<u8>(), 16, out.as_mut_ptr()) };
+            }
+            for (j, b) in out.iter().enumerate() {
+                let at = (g * 128 + j) * row_bytes + 16 * t;
+                cols[at..at + 16].copy_from_slice(&b.to_bytes());
+            }
+        }
+    }
+    out.zeroize();
+    partial.zeroize();
     Ok(())
 }
 
@@ -631,6 +714,30 @@ mod x86 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_to_columns_is_the_transpose_of_the_rows() {
+        let mut prg = crate::prg::AesPrg::new(Block(8));
+        for (width, r, rb) in [
+            (3usize, 300usize, 48usize),
+            (4, 256, 32),
+            (1, 1, 16),
+            (2, 0, 16),
+        ] {
+            let mut rows = vec![Block::ZERO; r * width];
+            prg.fill_blocks(&mut rows);
+            let mut cols = vec![0u8; 128 * width * rb];
+            assert!(rows_to_columns(&rows, width, rb, &mut cols).is_ok());
+            for j in 0..128 * width {
+                for i in 0..8 * rb {
+                    let want = i < r && rows[i * width + j / 128].bit(j % 128);
+                    let got = (cols[j * rb + i / 8] >> (i % 8)) & 1 == 1;
+                    assert_eq!(got, want, "width {width}, column {j}, row {i}");
+                }
+            }
+        }
+        assert!(rows_to_columns(&[Block::ZERO; 3], 2, 16, &mut [0u8; 4096]).is_err());
+    }
     use rand::{Rng, RngCore, SeedableRng, rngs::StdRng};
 
     fn naive128(m: &[Block; 128]) -> [Block; 128] {

@@ -196,6 +196,9 @@ pub(crate) struct OosHash {
 /// Rows per call of the hash.
 const LANES: usize = 16;
 
+#[cfg(target_endian = "big")]
+compile_error!("the OOS16 row hash reads blocks as their little-endian bytes in memory");
+
 impl OosHash {
     pub(crate) fn new(sid: &[u8; 32]) -> Self {
         OosHash {
@@ -204,7 +207,9 @@ impl OosHash {
     }
 
     /// `out[k] = H(index(k), row(k))` for every k, sixteen rows per compression batch;
-    /// `row(k)` writes row k's four blocks into its argument.
+    /// `row(k)` writes row k's four blocks into its argument (each block's little-endian bytes
+    /// are the row's bytes: the in-memory layout on the little-endian targets this crate
+    /// supports, which the `compile_error!` below enforces).
     #[inline]
     pub(crate) fn rows<T: OosOutput>(
         &self,
@@ -212,26 +217,32 @@ impl OosHash {
         index: impl Fn(usize) -> u64,
         row: impl Fn(usize, &mut [Block; WIDTH]),
     ) {
-        let mut blocks = [[0u8; 64]; LANES];
+        let mut rows = [[Block::ZERO; WIDTH]; LANES];
         let mut counters = [0u64; LANES];
         let mut cvs = [[0u32; 8]; LANES];
-        let mut r = [Block::ZERO; WIDTH];
         for (g, outs) in out.chunks_mut(LANES).enumerate() {
-            for k in 0..outs.len() {
+            for (k, (r, c)) in rows
+                .iter_mut()
+                .zip(counters.iter_mut())
+                .take(outs.len())
+                .enumerate()
+            {
                 let at = LANES * g + k;
-                row(at, &mut r);
-                for (d, b) in blocks[k].chunks_exact_mut(16).zip(&r) {
-                    d.copy_from_slice(&b.to_bytes());
-                }
-                counters[k] = index(at);
+                row(at, r);
+                *c = index(at);
             }
-            self.h.hash16(&blocks, &counters, outs.len(), &mut cvs);
+            // The rows' bytes in place: each block's little-endian encoding (the targets this
+            // code builds for are little-endian; see `blindjoin_core::block::as_bytes`).
+            let (blocks, _) =
+                blindjoin_core::block::as_bytes(rows.as_flattened()).as_chunks::<64>();
+            if let Ok(blocks) = <&[[u8; 64]; LANES]>::try_from(blocks) {
+                self.h.hash16(blocks, &counters, outs.len(), &mut cvs);
+            }
             for (o, cv) in outs.iter_mut().zip(&cvs) {
                 *o = T::from_state(cv);
             }
         }
-        r.zeroize();
-        blocks.as_flattened_mut().zeroize();
+        rows.as_flattened_mut().zeroize();
         cvs.as_flattened_mut().zeroize();
     }
 

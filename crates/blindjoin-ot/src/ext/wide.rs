@@ -205,26 +205,9 @@ fn gather_rows<const W: usize>(
 /// Writes the columns of the matrix whose rows are the codewords `codes` (w blocks each, at
 /// most `8·rb` rows; missing rows are zero) into `cols` (128·w columns of `rb` bytes).
 pub(crate) fn rows_to_columns(codes: &[Block], width: usize, rb: usize, cols: &mut [u8]) {
-    let rows = codes.len() / width;
-    let mut tile = [Block::ZERO; 128];
-    for t in 0..rb / 16 {
-        for g in 0..width {
-            for (r, dst) in tile.iter_mut().enumerate() {
-                let i = t * 128 + r;
-                *dst = if i < rows {
-                    codes[i * width + g]
-                } else {
-                    Block::ZERO
-                };
-            }
-            blindjoin_core::transpose::transpose128(&mut tile);
-            for (j, b) in tile.iter().enumerate() {
-                let at = (g * 128 + j) * rb + t * 16;
-                cols[at..at + 16].copy_from_slice(&b.to_bytes());
-            }
-        }
-    }
-    tile.zeroize();
+    // The dimensions are the core's own (checked there); an error here would be a bug.
+    let r = blindjoin_core::transpose::rows_to_columns(codes, width, rb, cols);
+    debug_assert!(r.is_ok(), "{r:?}");
 }
 
 /// The column PRG G of the core: AES-128 in counter mode ([`AesPrg`]) under 128-bit base-OT
