@@ -342,8 +342,9 @@ pub(crate) fn bin_key(sid: &[u8; 32], sender: &[u8; 16], receiver: &[u8; 16]) ->
 
 /// One party's items in bins and slots.
 pub(crate) struct Placement {
-    /// The OOS16 input of each slot (bins · slots), 0 where empty.
-    pub slot_inputs: Vec<Block>,
+    /// The OOS16 input each item puts into its slot, where it is not its own (`inputs`): a
+    /// party that encodes other items than it evaluates (the tests' cheating party).
+    pub encoded: Option<Vec<Block>>,
     /// The OOS16 input of each item.
     pub inputs: Vec<Block>,
     /// The global slot of each item (its bin, from [`place_in_bins`]).
@@ -351,6 +352,24 @@ pub(crate) struct Placement {
     /// Items ordered by bin, and the start of each bin in that order (bins + 1 entries).
     pub by_bin: Vec<u32>,
     pub bin_start: Vec<u32>,
+}
+
+impl Placement {
+    /// The OOS16 inputs of the slots of bins `b0..b1` (`slots` per bin) into `out`: each
+    /// item's input in its slot, 0 in the empty ones. Built per chunk, so that no party holds
+    /// the inputs of all m·B slots at once.
+    pub(crate) fn fill_slots(&self, b0: usize, b1: usize, slots: usize, out: &mut Vec<Block>) {
+        out.clear();
+        out.resize((b1 - b0) * slots, Block::ZERO);
+        let members = &self.by_bin[self.bin_start[b0] as usize..self.bin_start[b1] as usize];
+        for &i in members {
+            let v = match &self.encoded {
+                Some(e) => e[i as usize],
+                None => self.inputs[i as usize],
+            };
+            out[self.slot_of[i as usize] as usize - b0 * slots] = v;
+        }
+    }
 }
 
 /// Maps `items` to bins and random slots (`slots` per bin) under `key`.
@@ -372,7 +391,6 @@ pub(crate) fn place(
             )));
         }
     }
-    pl.slot_inputs = vec![Block::ZERO; p.bins * slots];
     let mut perm: Vec<u32> = (0..slots as u32).collect();
     // One random word per item, drawn in bulk.
     let mut random = vec![0u8; 8 * items.len()];
@@ -390,14 +408,12 @@ pub(crate) fn place(
             perm.swap(k, r);
             let slot = b * slots + perm[k] as usize;
             pl.slot_of[i as usize] = slot as u32;
-            pl.slot_inputs[slot] = pl.inputs[i as usize];
         }
     }
     Ok(pl)
 }
 
-/// Maps `items` to bins under `key`, without slots: `slot_of` holds each item's bin and
-/// `slot_inputs` is empty.
+/// Maps `items` to bins under `key`, without slots: `slot_of` holds each item's bin.
 pub(crate) fn place_in_bins(items: &[Item], key: Block, p: &DeParams) -> Placement {
     let aes = FixedKeyAes::new(key);
     let mask = (1u128 << p.input_bits) - 1;
@@ -423,7 +439,7 @@ pub(crate) fn place_in_bins(items: &[Item], key: Block, p: &DeParams) -> Placeme
         fill[b as usize] += 1;
     }
     Placement {
-        slot_inputs: Vec::new(),
+        encoded: None,
         inputs,
         slot_of: bin_of,
         by_bin,
@@ -530,9 +546,11 @@ pub(crate) mod tests {
             .collect();
         let pl = place(&items, Block(7), &p, p.slots_r, &mut AesPrg::new(Block(1))).unwrap();
         let mut seen = std::collections::HashSet::new();
+        let mut all = Vec::new();
+        pl.fill_slots(0, p.bins, p.slots_r, &mut all);
         for (i, &s) in pl.slot_of.iter().enumerate() {
             assert!(seen.insert(s));
-            assert_eq!(pl.slot_inputs[s as usize], pl.inputs[i]);
+            assert_eq!(all[s as usize], pl.inputs[i]);
             let b = s as usize / p.slots_r;
             let members = &pl.by_bin[pl.bin_start[b] as usize..pl.bin_start[b + 1] as usize];
             assert!(members.contains(&(i as u32)));

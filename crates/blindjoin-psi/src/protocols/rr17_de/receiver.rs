@@ -56,8 +56,8 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
     let p = de_params(run.session.lambda, n1, n2)?;
     let n2 = set_size(n2)?;
     run.opts.check_memory(
-        "the bins",
-        (p.bins as u64) * (p.slots_r as u64) * 16 + (n1.max(1) * p.slots_s as u64) * 16,
+        "the bins and the receiver's values",
+        (p.bins as u64) * 4 + n1 * (p.slots_s as u64) * 17,
     )?;
 
     let (mut share, mut nonce) = (Zeroizing::new([0u8; 16]), Zeroizing::new([0u8; 16]));
@@ -91,10 +91,7 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
     let mut prg = AesPrg::new(Block::random(rng));
     let mut pl = place(items, key, &p, p.slots_r, &mut prg)?;
     if let Some(other) = slot_items {
-        let alt = place_in_bins(other, key, &p);
-        for (&slot, &input) in pl.slot_of.iter().zip(&alt.inputs) {
-            pl.slot_inputs[slot as usize] = input;
-        }
+        pl.encoded = Some(place_in_bins(other, key, &p).inputs);
     }
     run.lap("bins");
 
@@ -130,14 +127,16 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
             let mut values: Buckets<Entry> = Buckets::new(p.bucket_bits, &expected);
             let mut own = Zeroizing::new(Vec::new());
             let mut local: Vec<Entry> = Vec::new();
+            let mut slot_buf = Zeroizing::new(Vec::new());
             for (b0, b1) in chunks(&p) {
+                pl.fill_slots(b0, b1, br, &mut slot_buf);
                 let (batch, keys) = duplex_chunk(
                     tx,
                     &mut rx,
                     &mut fwd,
                     &mut rev,
                     REVERSE.challenge,
-                    &pl.slot_inputs[b0 * br..b1 * br],
+                    &slot_buf,
                     (b1 - b0) * bs,
                 )?;
                 let members = &pl.by_bin[pl.bin_start[b0] as usize..pl.bin_start[b1] as usize];

@@ -1,6 +1,6 @@
 //! The sender's side of `rr17_de` (see the module doc for the message flow).
 
-use super::engine::{Buckets, Queued, duplex_chunk, read_chunks, shuffle, truncate};
+use super::engine::{Buckets, Mask, Queued, duplex_chunk, read_chunks, shuffle, truncate};
 use super::{
     BASE_OTS, FORWARD, MASK_FRAME, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE, PROTOCOL,
     REVERSE, bin_key, chunks, commitment, de_params, place, place_in_bins,
@@ -52,8 +52,8 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
     let (n1, n2) = run.sizes();
     let p = de_params(run.session.lambda, n1, n2)?;
     run.opts.check_memory(
-        "the bins",
-        (p.bins as u64) * (p.slots_s as u64) * 16 + (n2.max(1) * p.slots_r as u64) * 16,
+        "the bins and the sender's masks",
+        (p.bins as u64) * 4 + n2 * (p.slots_r as u64) * 13,
     )?;
 
     let commit = recv_exact(ch, MSG_COMMIT, 32)?;
@@ -93,10 +93,7 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
     let mut prg = AesPrg::new(Block::random(rng));
     let mut pl = place(items, key, &p, p.slots_s, &mut prg)?;
     if let Some(other) = slot_items {
-        let alt = place_in_bins(other, key, &p);
-        for (&slot, &input) in pl.slot_of.iter().zip(&alt.inputs) {
-            pl.slot_inputs[slot as usize] = input;
-        }
+        pl.encoded = Some(place_in_bins(other, key, &p).inputs);
     }
     run.lap("bins");
 
@@ -111,17 +108,19 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
         |tx: &mut dyn FrameSender, q| -> Result<()> {
             let mut rx = Queued(q);
             // The masks, by receiver slot position, in the order of the bins.
-            let mut masks: Buckets<u128> = Buckets::new(p.bucket_bits, &vec![items.len(); br]);
+            let mut masks: Buckets<Mask> = Buckets::new(p.bucket_bits, &vec![items.len(); br]);
             let mut own = Zeroizing::new(Vec::new());
             let mut local: Vec<u128> = Vec::new();
+            let mut slot_buf = Zeroizing::new(Vec::new());
             for (b0, b1) in chunks(&p) {
+                pl.fill_slots(b0, b1, bs, &mut slot_buf);
                 let (batch, keys) = duplex_chunk(
                     tx,
                     &mut rx,
                     &mut rev,
                     &mut fwd,
                     FORWARD.challenge,
-                    &pl.slot_inputs[b0 * bs..b1 * bs],
+                    &slot_buf,
                     (b1 - b0) * br,
                 )?;
                 let members = &pl.by_bin[pl.bin_start[b0] as usize..pl.bin_start[b1] as usize];
@@ -154,7 +153,7 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
                 result?;
                 for m in local.chunks_exact(br) {
                     for (position, &v) in m.iter().enumerate() {
-                        masks.push(position, v as u64, v);
+                        masks.push(position, v as u64, Mask::new(v));
                     }
                 }
                 fwd.recycle(keys);
@@ -171,7 +170,7 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
                     for &m in bucket.iter() {
                         let at = frame.len();
                         frame.resize(at + p.mask_len, 0);
-                        put_tag(&mut frame[at..], m);
+                        put_tag(&mut frame[at..], m.value());
                         if frame.len() == MASK_FRAME * p.mask_len {
                             tx.send(MSG_MASKS, &frame)?;
                             frame.clear();

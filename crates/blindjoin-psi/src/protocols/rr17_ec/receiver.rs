@@ -51,7 +51,7 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
     let n2 = set_size(n2)?;
     run.opts.check_memory(
         "the bins and the sender's commitments",
-        (p.bins as u64) * (p.slots_r as u64) * 16 + (n2 as u64) * COMMIT_LEN as u64,
+        (p.bins as u64) * 4 + (n2 as u64) * COMMIT_LEN as u64,
     )?;
 
     let (mut share, mut nonce) = (Zeroizing::new([0u8; 16]), Zeroizing::new([0u8; 16]));
@@ -73,10 +73,7 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
     let mut prg = AesPrg::new(Block::random(rng));
     let mut pl = place(items, key, &p, p.slots_r, &mut prg)?;
     if let Some(other) = slot_items {
-        let alt = place_in_bins(other, key, &p);
-        for (&slot, &input) in pl.slot_of.iter().zip(&alt.inputs) {
-            pl.slot_inputs[slot as usize] = input;
-        }
+        pl.encoded = Some(place_in_bins(other, key, &p).inputs);
     }
     run.lap("bins");
 
@@ -85,8 +82,10 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
     let mut own: Zeroizing<Vec<Wide>> = Zeroizing::new(vec![[Block::ZERO; 2]; items.len()]);
     let mut by_position: Vec<Vec<Entry>> = (0..br).map(|_| Vec::new()).collect();
     let mut out: Zeroizing<Vec<Wide>> = Zeroizing::new(Vec::new());
+    let mut slot_buf = Zeroizing::new(Vec::new());
     for (b0, b1) in chunks(&p) {
-        let batch = ot.extend(ch, &pl.slot_inputs[b0 * br..b1 * br])?;
+        pl.fill_slots(b0, b1, br, &mut slot_buf);
+        let batch = ot.extend(ch, &slot_buf)?;
         {
             let (mut rx, mut tx) = ch.split();
             batch.prove(&mut *rx, &mut *tx)?;

@@ -54,7 +54,7 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
     let br = p.slots_r;
     run.opts.check_memory(
         "the sender's entries",
-        (p.bins as u64) * 8 + n2 * (br * ENTRY_LEN + COMMIT_LEN) as u64,
+        (p.bins as u64) * 4 + n2 * (br * ENTRY_LEN + COMMIT_LEN) as u64,
     )?;
 
     let commit_r = recv_exact(ch, MSG_COMMIT, 32)?;
