@@ -352,6 +352,10 @@ pub(crate) struct Placement {
     /// Items ordered by bin, and the start of each bin in that order (bins + 1 entries).
     pub by_bin: Vec<u32>,
     pub bin_start: Vec<u32>,
+    /// `inputs` and `slot_of` in the order of `by_bin`, so that a chunk's items are read in
+    /// sequence, not at random.
+    pub bin_inputs: Vec<Block>,
+    pub bin_slots: Vec<u32>,
 }
 
 impl Placement {
@@ -361,13 +365,12 @@ impl Placement {
     pub(crate) fn fill_slots(&self, b0: usize, b1: usize, slots: usize, out: &mut Vec<Block>) {
         out.clear();
         out.resize((b1 - b0) * slots, Block::ZERO);
-        let members = &self.by_bin[self.bin_start[b0] as usize..self.bin_start[b1] as usize];
-        for &i in members {
+        for k in self.bin_start[b0] as usize..self.bin_start[b1] as usize {
             let v = match &self.encoded {
-                Some(e) => e[i as usize],
-                None => self.inputs[i as usize],
+                Some(e) => e[self.by_bin[k] as usize],
+                None => self.bin_inputs[k],
             };
-            out[self.slot_of[i as usize] as usize - b0 * slots] = v;
+            out[self.bin_slots[k] as usize - b0 * slots] = v;
         }
     }
 }
@@ -408,6 +411,7 @@ pub(crate) fn place(
             perm.swap(k, r);
             let slot = b * slots + perm[k] as usize;
             pl.slot_of[i as usize] = slot as u32;
+            pl.bin_slots[first + k] = slot as u32;
         }
     }
     Ok(pl)
@@ -438,12 +442,16 @@ pub(crate) fn place_in_bins(items: &[Item], key: Block, p: &DeParams) -> Placeme
         by_bin[fill[b as usize] as usize] = i as u32;
         fill[b as usize] += 1;
     }
+    let bin_inputs = by_bin.iter().map(|&i| inputs[i as usize]).collect();
+    let bin_slots = by_bin.iter().map(|&i| bin_of[i as usize]).collect();
     Placement {
         encoded: None,
         inputs,
         slot_of: bin_of,
         by_bin,
         bin_start,
+        bin_inputs,
+        bin_slots,
     }
 }
 

@@ -139,11 +139,10 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
                     &slot_buf,
                     (b1 - b0) * bs,
                 )?;
-                let members = &pl.by_bin[pl.bin_start[b0] as usize..pl.bin_start[b1] as usize];
-                let wanted: Vec<usize> = members
-                    .iter()
-                    .map(|&i| pl.slot_of[i as usize] as usize - b0 * br)
-                    .collect();
+                let (k0, k1) = (pl.bin_start[b0] as usize, pl.bin_start[b1] as usize);
+                let members = &pl.by_bin[k0..k1];
+                let (slots, inputs) = (&pl.bin_slots[k0..k1], &pl.bin_inputs[k0..k1]);
+                let wanted: Vec<usize> = slots.iter().map(|&s| s as usize - b0 * br).collect();
                 own.clear();
                 own.resize(members.len(), Block::ZERO);
                 batch.outputs(&wanted, &mut own)?;
@@ -154,11 +153,17 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
                     .par_chunks_mut(PAR_ITEMS * bs)
                     .zip(members.par_chunks(PAR_ITEMS))
                     .zip(own.par_chunks(PAR_ITEMS))
-                    .try_for_each(|((e, m), r)| {
+                    .zip(
+                        slots
+                            .par_chunks(PAR_ITEMS)
+                            .zip(inputs.par_chunks(PAR_ITEMS)),
+                    )
+                    .try_for_each(|(((e, m), r), (sl, xs))| {
                         let mut v = vec![Block::ZERO; bs];
-                        for ((e, &i), r) in e.chunks_exact_mut(bs).zip(m).zip(r) {
-                            let bin = pl.slot_of[i as usize] as usize / br;
-                            let c = keys.masked_code(pl.inputs[i as usize]);
+                        let each = e.chunks_exact_mut(bs).zip(m).zip(r).zip(sl.iter().zip(xs));
+                        for (((e, &i), r), (&slot, &x)) in each {
+                            let bin = slot as usize / br;
+                            let c = keys.masked_code(x);
                             keys.eval_masked(&c, (bin - b0) * bs, &mut v)?;
                             for (e, v) in e.iter_mut().zip(&v) {
                                 *e = Entry::new(truncate(*v ^ *r, p.mask_len), i);
@@ -167,8 +172,8 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
                         Ok(())
                     });
                 result?;
-                for (&i, e) in members.iter().zip(local.chunks_exact(bs)) {
-                    let position = pl.slot_of[i as usize] as usize % br;
+                for (&slot, e) in slots.iter().zip(local.chunks_exact(bs)) {
+                    let position = slot as usize % br;
                     for e in e {
                         values.push(position, e.low(), *e);
                     }

@@ -123,11 +123,10 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
                     &slot_buf,
                     (b1 - b0) * br,
                 )?;
-                let members = &pl.by_bin[pl.bin_start[b0] as usize..pl.bin_start[b1] as usize];
-                let wanted: Vec<usize> = members
-                    .iter()
-                    .map(|&i| pl.slot_of[i as usize] as usize - b0 * bs)
-                    .collect();
+                let (k0, k1) = (pl.bin_start[b0] as usize, pl.bin_start[b1] as usize);
+                let members = &pl.by_bin[k0..k1];
+                let (slots, inputs) = (&pl.bin_slots[k0..k1], &pl.bin_inputs[k0..k1]);
+                let wanted: Vec<usize> = slots.iter().map(|&s| s as usize - b0 * bs).collect();
                 own.clear();
                 own.resize(members.len(), Block::ZERO);
                 batch.outputs(&wanted, &mut own)?;
@@ -136,13 +135,18 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
                 local.resize(members.len() * br, 0);
                 let result: Result<()> = local
                     .par_chunks_mut(PAR_ITEMS * br)
-                    .zip(members.par_chunks(PAR_ITEMS))
                     .zip(own.par_chunks(PAR_ITEMS))
-                    .try_for_each(|((out, m), r)| {
+                    .zip(
+                        slots
+                            .par_chunks(PAR_ITEMS)
+                            .zip(inputs.par_chunks(PAR_ITEMS)),
+                    )
+                    .try_for_each(|((out, r), (sl, xs))| {
                         let mut v = vec![Block::ZERO; br];
-                        for ((out, &i), r) in out.chunks_exact_mut(br).zip(m).zip(r) {
-                            let bin = pl.slot_of[i as usize] as usize / bs;
-                            let c = keys.masked_code(pl.inputs[i as usize]);
+                        let each = out.chunks_exact_mut(br).zip(r).zip(sl.iter().zip(xs));
+                        for ((out, r), (&slot, &x)) in each {
+                            let bin = slot as usize / bs;
+                            let c = keys.masked_code(x);
                             keys.eval_masked(&c, (bin - b0) * br, &mut v)?;
                             for (o, v) in out.iter_mut().zip(&v) {
                                 *o = truncate(*v ^ *r, p.mask_len);

@@ -90,19 +90,18 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
             let (mut rx, mut tx) = ch.split();
             batch.prove(&mut *rx, &mut *tx)?;
         }
-        let members = &pl.by_bin[pl.bin_start[b0] as usize..pl.bin_start[b1] as usize];
-        let wanted: Vec<usize> = members
-            .iter()
-            .map(|&i| pl.slot_of[i as usize] as usize - b0 * br)
-            .collect();
+        let (k0, k1) = (pl.bin_start[b0] as usize, pl.bin_start[b1] as usize);
+        let members = &pl.by_bin[k0..k1];
+        let slots = &pl.bin_slots[k0..k1];
+        let wanted: Vec<usize> = slots.iter().map(|&s| s as usize - b0 * br).collect();
         out.clear();
         out.resize(members.len(), [Block::ZERO; 2]);
         batch.outputs(&wanted, &mut out)?;
         ot.recycle(batch);
-        for (&i, g) in members.iter().zip(out.iter()) {
+        for ((&i, &slot), g) in members.iter().zip(slots).zip(out.iter()) {
             own[i as usize] = *g;
             let tag = u128::from(g[1].0 as u32);
-            by_position[pl.slot_of[i as usize] as usize % br].push(Entry::new(tag, i));
+            by_position[slot as usize % br].push(Entry::new(tag, i));
         }
         run.report("encodings", b1 as u64, p.bins as u64);
     }

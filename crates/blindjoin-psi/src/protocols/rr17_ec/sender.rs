@@ -82,9 +82,13 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
 
     let mut prg = AesPrg::new(Block::random(rng));
     let pl = place_in_bins(items, key, &p);
-    let eval_inputs = match eval_items {
-        Some(other) => place_in_bins(other, key, &p).inputs,
-        None => pl.inputs.clone(),
+    // The evaluation input of each item, in the order of the bins.
+    let eval_bin: Vec<Block> = match eval_items {
+        Some(other) => {
+            let other = place_in_bins(other, key, &p).inputs;
+            pl.by_bin.iter().map(|&i| other[i as usize]).collect()
+        }
+        None => pl.bin_inputs.clone(),
     };
     // π: the position of each item on the wire.
     let mut order: Vec<u32> = (0..items.len() as u32).collect();
@@ -98,6 +102,8 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
     for (k, &i) in order.iter().enumerate() {
         pos[i as usize] = k as u32;
     }
+    // The wire position of each item in the order of the bins.
+    let pos_bin: Vec<u32> = pl.by_bin.iter().map(|&i| pos[i as usize]).collect();
     run.lap("bins");
 
     // Entries by wire position, the B_R entries of one item side by side.
@@ -116,19 +122,21 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
     let mut local = Zeroizing::new(Vec::new());
     for (b0, b1) in chunks(&p) {
         let keys = ot.send(ch, (b1 - b0) * br)?;
-        let members = &pl.by_bin[pl.bin_start[b0] as usize..pl.bin_start[b1] as usize];
+        let (k0, k1) = (pl.bin_start[b0] as usize, pl.bin_start[b1] as usize);
         local.clear();
-        local.resize(members.len() * item_len, 0);
+        local.resize((k1 - k0) * item_len, 0);
         let result: Result<()> = local
             .par_chunks_mut(PAR_ITEMS * item_len)
-            .zip(members.par_chunks(PAR_ITEMS))
-            .try_for_each(|(out, m)| {
+            .zip(pl.bin_slots[k0..k1].par_chunks(PAR_ITEMS))
+            .zip(eval_bin[k0..k1].par_chunks(PAR_ITEMS))
+            .zip(openings[k0..k1].par_chunks(PAR_ITEMS))
+            .try_for_each(|(((out, bins), xs), rs)| {
                 let mut g: Zeroizing<Vec<Wide>> = Zeroizing::new(vec![[Block::ZERO; 2]; br]);
-                for (out, &i) in out.chunks_exact_mut(item_len).zip(m) {
-                    let bin = pl.slot_of[i as usize] as usize;
-                    let c = keys.masked_code(eval_inputs[i as usize]);
-                    keys.eval_masked(&c, (bin - b0) * br, &mut g)?;
-                    let r = Block::from_bytes(openings[i as usize]);
+                let each = out.chunks_exact_mut(item_len).zip(bins).zip(xs).zip(rs);
+                for (((out, &bin), &x), r) in each {
+                    let c = keys.masked_code(x);
+                    keys.eval_masked(&c, (bin as usize - b0) * br, &mut g)?;
+                    let r = Block::from_bytes(*r);
                     for (e, g) in out.chunks_exact_mut(ENTRY_LEN).zip(g.iter()) {
                         e[..4].copy_from_slice(&(g[1].0 as u32).to_le_bytes());
                         e[4..].copy_from_slice(&(g[0] ^ r).to_bytes());
@@ -137,18 +145,24 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
                 Ok(())
             });
         result?;
-        for (&i, e) in members.iter().zip(local.chunks_exact(item_len)) {
-            let at = pos[i as usize] as usize * item_len;
+        for (&k, e) in pos_bin[k0..k1].iter().zip(local.chunks_exact(item_len)) {
+            let at = k as usize * item_len;
             entries[at..at + item_len].copy_from_slice(e);
         }
         ot.recycle(keys);
         run.report("encodings", b1 as u64, p.bins as u64);
     }
+    // Openings are in the order of the bins: item by_bin[k] has openings[k].
+    let mut at_bin = vec![0u32; items.len()];
+    for (k, &i) in pl.by_bin.iter().enumerate() {
+        at_bin[i as usize] = k as u32;
+    }
     commitments
         .par_chunks_mut(COMMIT_LEN)
         .zip(order.par_iter())
         .for_each(|(c, &i)| {
-            c.copy_from_slice(&commit(&sid, &items[i as usize], &openings[i as usize]));
+            let r = &openings[at_bin[i as usize] as usize];
+            c.copy_from_slice(&commit(&sid, &items[i as usize], r));
         });
     openings.iter_mut().for_each(|r| r.fill(0));
     run.lap("encodings");
