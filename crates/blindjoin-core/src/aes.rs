@@ -88,6 +88,23 @@ impl FixedKeyAes {
         }
     }
 
+    /// Counter mode into bytes: `out[k]` = the little-endian bytes of π(Block(first + k)), as
+    /// [`FixedKeyAes::permute`] of the counters would give them, written and encrypted in
+    /// place (no buffer, no copy).
+    pub fn ctr_bytes(&self, first: u128, out: &mut [[u8; 16]]) {
+        for (k, b) in out.iter_mut().enumerate() {
+            *b = first.wrapping_add(k as u128).to_le_bytes();
+        }
+        // SAFETY: `[u8; 16]` and `aes::Block` (`hybrid_array::Array<u8, U16>`,
+        // `repr(transparent)` over `[u8; 16]`) have the same size and alignment 1, and every
+        // bit pattern is valid for both; the slice keeps its length and reborrows `out`
+        // mutably for its lifetime.
+        let blocks = unsafe {
+            core::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<::aes::Block>(), out.len())
+        };
+        self.cipher.encrypt_blocks(blocks);
+    }
+
     /// π(x) for one block.
     #[inline]
     pub fn permute_block(&self, x: Block) -> Block {

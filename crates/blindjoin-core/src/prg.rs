@@ -27,9 +27,6 @@ use crate::block::Block;
 use rand::{CryptoRng, RngCore, SeedableRng};
 use zeroize::Zeroize;
 
-/// Blocks generated per stack buffer when filling bytes.
-const CHUNK: usize = 256;
-
 /// AES-128 in counter mode keyed by a 128-bit seed: expands a seed into blocks (IKNP's G).
 /// Block `j` of the stream = `AES_seed(j)` (counter as `u128` little-endian, starting at 0), so
 /// [`fill_blocks`](AesPrg::fill_blocks) calls continue the stream. See the
@@ -102,17 +99,12 @@ impl AesPrg {
         // 2. Whole blocks, generated straight into `out` through a stack buffer (set up only
         //    when there is a whole block to produce: `next_u32` and other short reads skip it).
         if rest.len() >= 16 {
-            let mut buf = [Block::ZERO; CHUNK];
-            while rest.len() >= 16 {
-                let n = (rest.len() / 16).min(CHUNK);
-                let (dst, tail) = rest.split_at_mut(16 * n);
-                self.fill_blocks(&mut buf[..n]);
-                for (d, b) in dst.chunks_exact_mut(16).zip(&buf[..n]) {
-                    d.copy_from_slice(&b.to_bytes());
-                }
-                rest = tail;
-            }
-            buf.zeroize();
+            // Counter blocks encrypted in place in `out` (the same stream as `fill_blocks`).
+            self.discard_pending();
+            let (whole, tail) = rest.as_chunks_mut::<16>();
+            self.aes.ctr_bytes(self.counter, whole);
+            self.counter = self.counter.wrapping_add(whole.len() as u128);
+            rest = tail;
         }
         // 3. The head of one more block; its tail stays pending.
         if !rest.is_empty() {
