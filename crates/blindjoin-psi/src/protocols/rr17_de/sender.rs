@@ -166,25 +166,26 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
             drop(local);
             run.lap("encodings");
             // Each position's masks bucket by bucket, each bucket in a random order.
-            let mut frame = Vec::with_capacity(MASK_FRAME * p.mask_len);
+            let full = MASK_FRAME * p.mask_len;
+            let mut frame = vec![0u8; full];
+            let mut at = 0;
             let mut random = Vec::new();
             for l in 0..br {
                 for bucket in masks.position(l).iter_mut() {
                     shuffle(bucket, &mut prg, &mut random);
                     for &m in bucket.iter() {
-                        let at = frame.len();
-                        frame.resize(at + p.mask_len, 0);
-                        put_tag(&mut frame[at..], m.value());
-                        if frame.len() == MASK_FRAME * p.mask_len {
+                        put_tag(&mut frame[at..at + p.mask_len], m.value());
+                        at += p.mask_len;
+                        if at == full {
                             tx.send(MSG_MASKS, &frame)?;
-                            frame.clear();
+                            at = 0;
                         }
                     }
                     *bucket = Vec::new();
                 }
-                if !frame.is_empty() {
-                    tx.send(MSG_MASKS, &frame)?;
-                    frame.clear();
+                if at > 0 {
+                    tx.send(MSG_MASKS, &frame[..at])?;
+                    at = 0;
                 }
             }
             run.lap("masks");
