@@ -74,6 +74,7 @@ use blindjoin_core::prg::AesPrg;
 use blindjoin_core::subset_xor::xor_rows_by_bits;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
+use rayon::prelude::*;
 use std::sync::Arc;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
 
@@ -140,6 +141,10 @@ const PROOF_BYTES: usize = CHECK_ROWS * (WIDTH + 1) * 16;
 /// λ sums of four-block rows.
 type Acc = [[Block; WIDTH]; CHECK_ROWS];
 
+/// Rows per rayon task of the check's sums and of the receiver's output hashes (8192 rows:
+/// 512 KiB).
+const PAR_CHECK_ROWS: usize = 1 << 13;
+
 /// χ_i for rows 0..m: the low λ bits of one 64-bit word per row of AES-CTR under `seed`.
 fn challenge_bits(seed: Block, m: usize) -> Vec<u64> {
     let mut prg = AesPrg::new(seed);
@@ -159,8 +164,24 @@ fn combine(rows: &[Block], m: usize, chi: &[u64]) -> Acc {
     for (l, a) in acc.iter_mut().enumerate() {
         a.copy_from_slice(&rows[(m + l) * WIDTH..(m + l + 1) * WIDTH]);
     }
-    // χ is public, so walking its set bits (half of λ on average) leaks nothing.
-    xor_rows_by_bits(rows, &chi[..m], &mut acc);
+    // χ is public, so walking its set bits (half of λ on average) leaks nothing. Parts of
+    // the rows are summed on the current rayon pool and their sums added.
+    let sums = rows[..m * WIDTH]
+        .par_chunks(PAR_CHECK_ROWS * WIDTH)
+        .zip(chi[..m].par_chunks(PAR_CHECK_ROWS))
+        .map(|(rows, chi)| {
+            let mut part = Zeroizing::new([[Block::ZERO; WIDTH]; CHECK_ROWS]);
+            xor_rows_by_bits(rows, chi, &mut *part);
+            part
+        })
+        .collect::<Vec<_>>();
+    for part in &sums {
+        for (a, p) in acc.iter_mut().zip(part.iter()) {
+            for (x, y) in a.iter_mut().zip(p) {
+                *x ^= *y;
+            }
+        }
+    }
     acc
 }
 
@@ -170,14 +191,27 @@ fn combine_inputs(inputs: &[Block], m: usize, chi: &[u64]) -> [u128; CHECK_ROWS]
     for (l, a) in acc.iter_mut().enumerate() {
         *a = inputs[m + l].0;
     }
-    for (w, &c) in inputs.iter().take(m).zip(chi) {
-        let mut c = c;
-        while c != 0 {
-            let l = c.trailing_zeros() as usize;
-            c &= c - 1;
-            if let Some(a) = acc.get_mut(l) {
-                *a ^= w.0;
+    let sums = inputs[..m]
+        .par_chunks(PAR_CHECK_ROWS)
+        .zip(chi[..m].par_chunks(PAR_CHECK_ROWS))
+        .map(|(inputs, chi)| {
+            let mut part = Zeroizing::new([0u128; CHECK_ROWS]);
+            for (w, &c) in inputs.iter().zip(chi) {
+                let mut c = c;
+                while c != 0 {
+                    let l = c.trailing_zeros() as usize;
+                    c &= c - 1;
+                    if let Some(a) = part.get_mut(l) {
+                        *a ^= w.0;
+                    }
+                }
             }
+            part
+        })
+        .collect::<Vec<_>>();
+    for part in &sums {
+        for (a, p) in acc.iter_mut().zip(part.iter()) {
+            *a ^= *p;
         }
     }
     acc
@@ -257,7 +291,7 @@ impl OosHash {
 
 /// An output of the OPRF: [`Block`], the first 128 bits of the hash's output, or [`Wide`], all
 /// 256 bits (for protocols that need more than 128 bits per evaluation).
-pub trait OosOutput: Copy + Default + Zeroize + private::Sealed {
+pub trait OosOutput: Copy + Default + Send + Zeroize + private::Sealed {
     /// The output from the hash's eight words.
     #[doc(hidden)]
     fn from_state(s: &[u32; 8]) -> Self;
@@ -749,12 +783,17 @@ impl OosReceiverBatch {
                 reason: format!("instance {i} of a batch of {}", self.len),
             });
         }
-        let (rows, first) = (&self.rows, self.first);
-        self.ro.rows(
-            out,
-            |k| first + wanted[k] as u64,
-            |k, r| r.copy_from_slice(&rows[wanted[k] * WIDTH..(wanted[k] + 1) * WIDTH]),
-        );
+        let (rows, first, ro) = (&self.rows, self.first, &self.ro);
+        // The hashes are independent: spread over the current rayon pool.
+        out.par_chunks_mut(PAR_CHECK_ROWS)
+            .zip(wanted.par_chunks(PAR_CHECK_ROWS))
+            .for_each(|(out, wanted)| {
+                ro.rows(
+                    out,
+                    |k| first + wanted[k] as u64,
+                    |k, r| r.copy_from_slice(&rows[wanted[k] * WIDTH..(wanted[k] + 1) * WIDTH]),
+                );
+            });
         Ok(())
     }
 }

@@ -28,7 +28,12 @@ use blindjoin_core::prg::AesPrg;
 use blindjoin_core::transpose::transpose_128xn;
 use blindjoin_core::{Block, Error, Result};
 use rand::CryptoRng;
+use rayon::prelude::*;
 use zeroize::{Zeroize, ZeroizeOnDrop, Zeroizing};
+
+/// Columns per rayon task of an extension chunk (64 columns of a full chunk are 512 KiB of
+/// AES output: enough work per task to pay for it).
+const PAR_COLUMNS: usize = 64;
 
 /// The most blocks per row [`RowHash`] and the cores accept (κ' = 1024).
 pub(crate) const MAX_WIDTH: usize = 8;
@@ -212,7 +217,7 @@ pub(crate) fn rows_to_columns(codes: &[Block], width: usize, rb: usize, cols: &m
 
 /// The column PRG G of the core: AES-128 in counter mode ([`AesPrg`]) under 128-bit base-OT
 /// keys, AES-256 ([`super::high::Aes256Prg`]) under the 256-bit keys of κ = 192 and 256.
-pub(crate) trait ColumnPrg {
+pub(crate) trait ColumnPrg: Send {
     /// The next `out.len()` bytes of the stream.
     fn fill_bytes(&mut self, out: &mut [u8]);
 }
@@ -328,17 +333,27 @@ impl<P: ColumnPrg> WideSender<P> {
             }
             grow_wiping(&mut self.cols, kp * rb);
             self.cols.resize(kp * rb, 0);
-            for (j, (qj, uj)) in self
-                .cols
-                .chunks_exact_mut(rb)
-                .zip(u.chunks_exact(rb))
+            let s = &self.s;
+            // The columns are independent: spread over the current rayon pool.
+            self.cols
+                .par_chunks_mut(rb * PAR_COLUMNS)
+                .zip(u.par_chunks(rb * PAR_COLUMNS))
+                .zip(self.prgs.par_chunks_mut(PAR_COLUMNS))
                 .enumerate()
-            {
-                self.prgs[j].fill_bytes(qj);
-                // Constant time in s: XOR u^j under an all-ones or all-zero mask.
-                let mask = 0u8.wrapping_sub(u8::from(self.s[j / 128].bit(j % 128)));
-                qj.iter_mut().zip(uj).for_each(|(a, b)| *a ^= b & mask);
-            }
+                .for_each(|(g, ((q, u), prgs))| {
+                    for (k, ((qj, uj), prg)) in q
+                        .chunks_exact_mut(rb)
+                        .zip(u.chunks_exact(rb))
+                        .zip(prgs)
+                        .enumerate()
+                    {
+                        let j = g * PAR_COLUMNS + k;
+                        prg.fill_bytes(qj);
+                        // Constant time in s: XOR u^j under an all-ones or all-zero mask.
+                        let mask = 0u8.wrapping_sub(u8::from(s[j / 128].bit(j % 128)));
+                        qj.iter_mut().zip(uj).for_each(|(a, b)| *a ^= b & mask);
+                    }
+                });
             columns_to_rows(&self.cols, rb, len, self.width, &mut self.tiles, rows)?;
             left -= len;
         }
@@ -352,10 +367,9 @@ pub(crate) struct WideReceiver<P = AesPrg> {
     width: usize,
     prgs: Vec<[P; 2]>,
     next_index: u64,
-    /// One chunk's t and u columns and one column of G(k_j^1), reused.
+    /// One chunk's t and u columns, reused.
     t: Vec<u8>,
     u: Vec<u8>,
-    g1: Vec<u8>,
     tiles: Vec<Block>,
 }
 
@@ -363,7 +377,6 @@ impl<P> Drop for WideReceiver<P> {
     fn drop(&mut self) {
         self.t.zeroize();
         self.u.zeroize();
-        self.g1.zeroize();
         self.tiles.zeroize();
     }
 }
@@ -388,7 +401,6 @@ impl WideReceiver {
             next_index: 0,
             t: Vec::new(),
             u: Vec::new(),
-            g1: Vec::new(),
             tiles: Vec::new(),
         })
     }
@@ -411,7 +423,6 @@ impl<P: ColumnPrg> WideReceiver<P> {
             next_index: 0,
             t: Vec::new(),
             u: Vec::new(),
-            g1: Vec::new(),
             tiles: Vec::new(),
         })
     }
@@ -437,23 +448,29 @@ impl<P: ColumnPrg> WideReceiver<P> {
             let rb = row_bytes(len);
             grow_wiping(&mut self.t, kp * rb);
             grow_wiping(&mut self.u, kp * rb);
-            grow_wiping(&mut self.g1, rb);
             self.t.resize(kp * rb, 0);
             self.u.resize(kp * rb, 0);
-            self.g1.resize(rb, 0);
             code(start, len, rb, &mut self.u);
-            for (j, (tj, uj)) in self
-                .t
-                .chunks_exact_mut(rb)
-                .zip(self.u.chunks_exact_mut(rb))
-                .enumerate()
-            {
-                self.prgs[j][0].fill_bytes(tj);
-                self.prgs[j][1].fill_bytes(&mut self.g1);
-                for ((a, b), c) in uj.iter_mut().zip(tj.iter()).zip(self.g1.iter()) {
-                    *a ^= b ^ c;
-                }
-            }
+            // The columns are independent: spread over the current rayon pool, each task with
+            // one column of G(k_j^1) as scratch (wiped when the task ends).
+            self.t
+                .par_chunks_mut(rb * PAR_COLUMNS)
+                .zip(self.u.par_chunks_mut(rb * PAR_COLUMNS))
+                .zip(self.prgs.par_chunks_mut(PAR_COLUMNS))
+                .for_each_init(
+                    || Zeroizing::new(vec![0u8; rb]),
+                    |scratch, ((t, u), prgs)| {
+                        for ((tj, uj), [p0, p1]) in
+                            t.chunks_exact_mut(rb).zip(u.chunks_exact_mut(rb)).zip(prgs)
+                        {
+                            p0.fill_bytes(tj);
+                            p1.fill_bytes(scratch);
+                            for ((a, b), c) in uj.iter_mut().zip(tj.iter()).zip(scratch.iter()) {
+                                *a ^= b ^ c;
+                            }
+                        }
+                    },
+                );
             ch.send(what, &self.u)?;
             columns_to_rows(&self.t, rb, len, self.width, &mut self.tiles, rows)?;
             start += len;

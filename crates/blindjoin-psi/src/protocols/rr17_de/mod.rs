@@ -21,7 +21,7 @@
 //! n2·B_R such masks); `SECURITY.md` states both.
 //!
 //! **Message flow** (R learns the intersection of X (|X| = n1), S holds Y (|Y| = n2);
-//! m = ⌈max(n1, n2)/4⌉ bins; B_R, B_S: the largest bin of n1, n2 items in m bins except with
+//! m = ⌈max(n1, n2)/8⌉ bins; B_R, B_S: the largest bin of n1, n2 items in m bins except with
 //! probability 2^-λ (`hashing::params::max_bin_size`)):
 //!
 //! ```text
@@ -58,11 +58,12 @@
 //! leaves a false match about 2^-22 likely. (2) The reverse direction's base OTs come from the
 //! forward OOS16 instead of a second round of public-key and KOS OTs. (3) Items map to bins by
 //! multiply-shift of AES under the coin-tossed key, and the OOS input is the low d bits (libPSI
-//! takes the low bits modulo the bin count and shifts by log2 n). (4) Four items per bin on
-//! average (libPSI's default is one): fewer, larger bins cost fewer OTs and more comparisons,
-//! and were faster here (docs/BENCHMARKS.md). (5) The masks go out slot position by slot
-//! position in bucket order (libPSI: item by item, in a random order of the items). (6) Both
-//! directions of a chunk run at once, each party's frames read by a thread of its own.
+//! takes the low bits modulo the bin count and shifts by log2 n). (4) Eight items per bin on
+//! average (libPSI's default is one): fewer, larger bins cost fewer OTs and more comparisons;
+//! at n = 2^20 eight were faster than four (with 15 % fewer bytes) and than sixteen
+//! (docs/BENCHMARKS.md). (5) The masks go out slot position by slot position in bucket order
+//! (libPSI: item by item, in a random order of the items). (6) Both directions of a chunk run
+//! at once, each party's frames read by a thread of its own.
 
 pub(crate) mod engine;
 mod receiver;
@@ -111,7 +112,7 @@ pub const REVERSE: Names = Names {
 };
 
 /// Average items per bin of the larger set.
-pub(crate) const ITEMS_PER_BIN: u64 = 4;
+pub(crate) const ITEMS_PER_BIN: u64 = 8;
 /// Base OTs of each OOS16 direction.
 pub(crate) const BASE_OTS: usize = 512;
 /// Masks per frame of [`MSG_MASKS`].
@@ -463,10 +464,10 @@ pub(crate) mod tests {
     #[test]
     fn parameters_follow_the_bounds() {
         let p = de_params(40, 1 << 20, 1 << 20).unwrap();
-        assert_eq!(p.bins, 1 << 18);
-        assert_eq!(p.slots_r, max_bin_size(1 << 20, 1 << 18, 40).unwrap());
-        // d = 40 + 20 + 20 − 18, β = 40 + 40 + ⌈log2 B⌉ bits.
-        assert_eq!(p.input_bits, 62);
+        assert_eq!(p.bins, 1 << 17);
+        assert_eq!(p.slots_r, max_bin_size(1 << 20, 1 << 17, 40).unwrap());
+        // d = 40 + 20 + 20 − 17, β = 40 + 40 + ⌈log2 B⌉ bits.
+        assert_eq!(p.input_bits, 63);
         assert_eq!(
             p.mask_len,
             (80 + log2_ceil(p.slots_s as u64)).div_ceil(8) as usize
@@ -476,7 +477,7 @@ pub(crate) mod tests {
         assert!(de_params(40, 1 << 40, 1 << 40).is_err());
         // Empty sides.
         let p = de_params(40, 0, 5).unwrap();
-        assert_eq!((p.bins, p.slots_r), (2, 1));
+        assert_eq!((p.bins, p.slots_r), (1, 1));
     }
 
     /// Distinct items: `i` in the first four bytes.

@@ -19,7 +19,7 @@
 //! empty slots of its bins tests those items as well; `SECURITY.md` states the bound).
 //!
 //! **Message flow** (R learns the intersection of X (|X| = n1), S holds Y (|Y| = n2);
-//! bins, slots and the coin-tossed key are those of [`super::rr17_de`]: m = ⌈max(n1, n2)/4⌉
+//! bins, slots and the coin-tossed key are those of [`super::rr17_de`]: m = ⌈max(n1, n2)/8⌉
 //! bins, B_R slots per bin for R's items except with probability 2^-λ, e(x) the low d bits
 //! of AES_key(x), d = λ + ⌈log2(n1·n2)⌉ − ⌊log2 m⌋):
 //!
@@ -43,7 +43,7 @@
 //! A 32-bit tag narrows each entry to the receiver's items of that slot position with the
 //! same tag: n1·n2/2^32 trial decommitments that fail in all (256 at n = 2^20), each one hash.
 //!
-//! **Deviations from the reference implementation.** (1) Four items per bin on average, as
+//! **Deviations from the reference implementation.** (1) Eight items per bin on average, as
 //! in `rr17_de` (libPSI's default is one): fewer OTs, more entries, fewer bytes in all
 //! (docs/BENCHMARKS.md). (2) The entries go out position by position (all of S's items at
 //! slot position 0, then 1, …) in one random order, instead of item by item: the receiver's
