@@ -21,8 +21,8 @@
 //! n2·B_R such masks); `SECURITY.md` states both.
 //!
 //! **Message flow** (R learns the intersection of X (|X| = n1), S holds Y (|Y| = n2);
-//! m = ⌈max(n1, n2)/8⌉ bins; B_R, B_S: the largest bin of n1, n2 items in m bins except with
-//! probability 2^-λ (`hashing::params::max_bin_size`)):
+//! m = ⌈max(n1, n2)/8⌉ bins (/4 above 2^22 items); B_R, B_S: the largest bin of n1, n2 items
+//! in m bins except with probability 2^-λ (`hashing::params::max_bin_size`)):
 //!
 //! ```text
 //! R → S: SHA-256(sid, share_R, nonce)            S → R: share_S          R → S: share_R, nonce
@@ -61,7 +61,8 @@
 //! takes the low bits modulo the bin count and shifts by log2 n). (4) Eight items per bin on
 //! average (libPSI's default is one): fewer, larger bins cost fewer OTs and more comparisons;
 //! at n = 2^20 eight were faster than four (with 15 % fewer bytes) and than sixteen
-//! (docs/BENCHMARKS.md). (5) The masks go out slot position by slot position in bucket order
+//! (docs/BENCHMARKS.md). Above 2^22 items four, which keep the receiver's values within
+//! 10.3 GB at 2^24. (5) The masks go out slot position by slot position in bucket order
 //! (libPSI: item by item, in a random order of the items). (6) Both directions of a chunk run
 //! at once, each party's frames read by a thread of its own.
 
@@ -111,8 +112,14 @@ pub const REVERSE: Names = Names {
     proof: "the sender's OOS16 proof",
 };
 
-/// Average items per bin of the larger set.
+/// Average items per bin of the larger set, up to [`LARGE_SET`] items.
 pub(crate) const ITEMS_PER_BIN: u64 = 8;
+/// Above this many items, four items per bin: fewer slots per bin, so that the receiver's
+/// n1·B_S values (16 bytes each) stay within 10.3 GB at 2^24 (eight per bin would need about
+/// 13 GB, and both parties would not fit a 24 GiB machine).
+pub(crate) const LARGE_SET: u64 = 1 << 22;
+/// Average items per bin above [`LARGE_SET`] items.
+pub(crate) const ITEMS_PER_BIN_LARGE: u64 = 4;
 /// Base OTs of each OOS16 direction.
 pub(crate) const BASE_OTS: usize = 512;
 /// Masks per frame of [`MSG_MASKS`].
@@ -186,7 +193,9 @@ fn params(base_ot: BaseOt) -> Vec<(String, String)> {
         ),
         (
             "bins".into(),
-            format!("ceil(max(n1,n2)/{ITEMS_PER_BIN}), slots max_bin_size(lambda)"),
+            format!(
+                "ceil(max(n1,n2)/{ITEMS_PER_BIN}) ({ITEMS_PER_BIN_LARGE} above {LARGE_SET}), slots max_bin_size(lambda)"
+            ),
         ),
         (
             "items".into(),
@@ -220,7 +229,12 @@ fn log2_ceil(x: u64) -> u32 {
 /// The run's parameters for set sizes n1 (receiver) and n2 (sender).
 pub(crate) fn de_params(lambda: u32, n1: u64, n2: u64) -> Result<DeParams> {
     let big = n1.max(n2).max(1);
-    let bins = big.div_ceil(ITEMS_PER_BIN);
+    let per_bin = if big > LARGE_SET {
+        ITEMS_PER_BIN_LARGE
+    } else {
+        ITEMS_PER_BIN
+    };
+    let bins = big.div_ceil(per_bin);
     let slots = |n: u64| -> Result<usize> {
         if n == 0 {
             return Ok(1);
@@ -472,8 +486,12 @@ pub(crate) mod tests {
             p.mask_len,
             (80 + log2_ceil(p.slots_s as u64)).div_ceil(8) as usize
         );
-        // 2^24 fits the 76-bit code; 2^40 per side does not.
-        assert!(de_params(40, 1 << 24, 1 << 24).unwrap().input_bits <= 76);
+        // 2^24 fits the 76-bit code, in 2^22 bins (four items per bin above 2^22); 2^40 per
+        // side does not.
+        let p24 = de_params(40, 1 << 24, 1 << 24).unwrap();
+        assert_eq!(p24.bins, 1 << 22);
+        assert!(p24.input_bits <= 76);
+        assert_eq!(de_params(40, 1 << 22, 1 << 22).unwrap().bins, 1 << 19);
         assert!(de_params(40, 1 << 40, 1 << 40).is_err());
         // Empty sides.
         let p = de_params(40, 0, 5).unwrap();

@@ -20,8 +20,8 @@
 //!
 //! **Message flow** (R learns the intersection of X (|X| = n1), S holds Y (|Y| = n2);
 //! bins, slots and the coin-tossed key are those of [`super::rr17_de`]: m = ⌈max(n1, n2)/8⌉
-//! bins, B_R slots per bin for R's items except with probability 2^-λ, e(x) the low d bits
-//! of AES_key(x), d = λ + ⌈log2(n1·n2)⌉ − ⌊log2 m⌋):
+//! bins (/4 above 2^22 items), B_R slots per bin for R's items except with probability 2^-λ,
+//! e(x) the low d bits of AES_key(x), d = λ + ⌈log2(n1·n2)⌉ − ⌊log2 m⌋):
 //!
 //! ```text
 //! R → S: SHA-256(sid, share_R, nonce)          S → R: share_R          R → S: share_R, nonce
