@@ -4,8 +4,8 @@ use super::engine::{
     BucketJoin, Buckets, Entry, Queued, duplex_chunk, forward, read_chunks, truncate,
 };
 use super::{
-    BASE_OTS, FORWARD, MASK_FRAME, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE, PROTOCOL,
-    REVERSE, bin_key, chunks, commitment, de_params, place, place_in_bins,
+    BASE_OTS, DeParams, FORWARD, MASK_FRAME, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE,
+    PROTOCOL, Placement, REVERSE, bin_key, chunks, commitment, de_params, place, place_in_bins,
 };
 use crate::protocols::common::{pipelined, queue_frames, set_size};
 use crate::protocols::rr17a::recv_exact;
@@ -17,7 +17,7 @@ use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
 use blindjoin_ot::ext::kos::KosBase;
-use blindjoin_ot::ext::oos::{self, OosReceiver, OosSender};
+use blindjoin_ot::ext::oos::{self, OosReceiver, OosReceiverBatch, OosSender, OosSenderOutputs};
 use rand::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
@@ -128,58 +128,48 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
             let mut own = Zeroizing::new(Vec::new());
             let mut local: Vec<Entry> = Vec::new();
             let mut slot_buf = Zeroizing::new(Vec::new());
-            for (b0, b1) in chunks(&p) {
-                pl.fill_slots(b0, b1, br, &mut slot_buf);
-                let (batch, keys) = duplex_chunk(
-                    tx,
-                    &mut rx,
-                    &mut fwd,
-                    &mut rev,
-                    REVERSE.challenge,
-                    &slot_buf,
-                    (b1 - b0) * bs,
-                )?;
-                let (k0, k1) = (pl.bin_start[b0] as usize, pl.bin_start[b1] as usize);
-                let members = &pl.by_bin[k0..k1];
-                let (slots, inputs) = (&pl.bin_slots[k0..k1], &pl.bin_inputs[k0..k1]);
-                let wanted: Vec<usize> = slots.iter().map(|&s| s as usize - b0 * br).collect();
-                own.clear();
-                own.resize(members.len(), Block::ZERO);
-                batch.outputs(&wanted, &mut own)?;
-                fwd.recycle(batch);
-                local.clear();
-                local.resize(members.len() * bs, Entry::new(0, 0));
-                let result: Result<()> = local
-                    .par_chunks_mut(PAR_ITEMS * bs)
-                    .zip(members.par_chunks(PAR_ITEMS))
-                    .zip(own.par_chunks(PAR_ITEMS))
-                    .zip(
-                        slots
-                            .par_chunks(PAR_ITEMS)
-                            .zip(inputs.par_chunks(PAR_ITEMS)),
-                    )
-                    .try_for_each(|(((e, m), r), (sl, xs))| {
-                        let mut v = vec![Block::ZERO; bs];
-                        let each = e.chunks_exact_mut(bs).zip(m).zip(r).zip(sl.iter().zip(xs));
-                        for (((e, &i), r), (&slot, &x)) in each {
-                            let bin = slot as usize / br;
-                            let c = keys.masked_code(x);
-                            keys.eval_masked(&c, (bin - b0) * bs, &mut v)?;
-                            for (e, v) in e.iter_mut().zip(&v) {
-                                *e = Entry::new(truncate(*v ^ *r, p.mask_len), i);
-                            }
-                        }
-                        Ok(())
-                    });
-                result?;
-                for (&slot, e) in slots.iter().zip(local.chunks_exact(bs)) {
-                    let position = slot as usize % br;
-                    for e in e {
-                        values.push(position, e.low(), *e);
+            let list: Vec<(usize, usize)> = chunks(&p).collect();
+            // Chunk k's values are computed (a task on the pool) while chunk k + 1's duplex
+            // exchange runs on this thread; with one thread, one after the other.
+            let mut ready: Option<(usize, usize, OosReceiverBatch, OosSenderOutputs)> = None;
+            for k in 0..=list.len() {
+                let job = ready.take();
+                let mut evaluated: Result<()> = Ok(());
+                let mut done = None;
+                let next = rayon::in_place_scope(|scope| -> Result<_> {
+                    if let Some((b0, b1, batch, keys)) = job {
+                        let (values, own, local) = (&mut values, &mut own, &mut local);
+                        let (evaluated, done, pl) = (&mut evaluated, &mut done, &pl);
+                        scope.spawn(move |_| {
+                            *evaluated =
+                                values_of_chunk(pl, &p, b0, b1, &batch, &keys, values, own, local);
+                            *done = Some((batch, keys));
+                        });
                     }
+                    let Some(&(b0, b1)) = list.get(k) else {
+                        return Ok(None);
+                    };
+                    pl.fill_slots(b0, b1, br, &mut slot_buf);
+                    let (batch, keys) = duplex_chunk(
+                        tx,
+                        &mut rx,
+                        &mut fwd,
+                        &mut rev,
+                        REVERSE.challenge,
+                        &slot_buf,
+                        (b1 - b0) * bs,
+                    )?;
+                    Ok(Some((b0, b1, batch, keys)))
+                })?;
+                evaluated?;
+                if let Some((batch, keys)) = done {
+                    fwd.recycle(batch);
+                    rev.recycle(keys);
                 }
-                rev.recycle(keys);
-                run.report("encodings", b1 as u64, p.bins as u64);
+                if let Some(&(_, b1)) = k.checked_sub(1).and_then(|j| list.get(j)) {
+                    run.report("encodings", b1 as u64, p.bins as u64);
+                }
+                ready = next;
             }
             drop(local);
             run.lap("encodings");
@@ -216,4 +206,59 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
         .filter_map(|(i, &h)| h.then_some(i))
         .collect();
     Ok(run.receiver_output(indices))
+}
+
+/// The receiver's values of the items of bins `b0..b1` (their comparison values at each of
+/// the sender's `bs` slots of their bin), appended to `values` by slot position and bucket.
+#[allow(clippy::too_many_arguments)]
+fn values_of_chunk(
+    pl: &Placement,
+    p: &DeParams,
+    b0: usize,
+    b1: usize,
+    batch: &OosReceiverBatch,
+    keys: &OosSenderOutputs,
+    values: &mut Buckets<Entry>,
+    own: &mut Vec<Block>,
+    local: &mut Vec<Entry>,
+) -> Result<()> {
+    let (br, bs) = (p.slots_r, p.slots_s);
+    let (k0, k1) = (pl.bin_start[b0] as usize, pl.bin_start[b1] as usize);
+    let members = &pl.by_bin[k0..k1];
+    let (slots, inputs) = (&pl.bin_slots[k0..k1], &pl.bin_inputs[k0..k1]);
+    let wanted: Vec<usize> = slots.iter().map(|&s| s as usize - b0 * br).collect();
+    own.clear();
+    own.resize(members.len(), Block::ZERO);
+    batch.outputs(&wanted, own)?;
+    local.clear();
+    local.resize(members.len() * bs, Entry::new(0, 0));
+    local
+        .par_chunks_mut(PAR_ITEMS * bs)
+        .zip(members.par_chunks(PAR_ITEMS))
+        .zip(own.par_chunks(PAR_ITEMS))
+        .zip(
+            slots
+                .par_chunks(PAR_ITEMS)
+                .zip(inputs.par_chunks(PAR_ITEMS)),
+        )
+        .try_for_each(|(((e, m), r), (sl, xs))| -> Result<()> {
+            let mut v = vec![Block::ZERO; bs];
+            let each = e.chunks_exact_mut(bs).zip(m).zip(r).zip(sl.iter().zip(xs));
+            for (((e, &i), r), (&slot, &x)) in each {
+                let bin = slot as usize / br;
+                let c = keys.masked_code(x);
+                keys.eval_masked(&c, (bin - b0) * bs, &mut v)?;
+                for (e, v) in e.iter_mut().zip(&v) {
+                    *e = Entry::new(truncate(*v ^ *r, p.mask_len), i);
+                }
+            }
+            Ok(())
+        })?;
+    for (&slot, e) in slots.iter().zip(local.chunks_exact(bs)) {
+        let position = slot as usize % br;
+        for e in e {
+            values.push(position, e.low(), *e);
+        }
+    }
+    Ok(())
 }

@@ -2,8 +2,8 @@
 
 use super::engine::{Buckets, Mask, Queued, duplex_chunk, read_chunks, shuffle, truncate};
 use super::{
-    BASE_OTS, FORWARD, MASK_FRAME, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE, PROTOCOL,
-    REVERSE, bin_key, chunks, commitment, de_params, place, place_in_bins,
+    BASE_OTS, DeParams, FORWARD, MASK_FRAME, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE,
+    PROTOCOL, Placement, REVERSE, bin_key, chunks, commitment, de_params, place, place_in_bins,
 };
 use crate::protocols::common::{pipelined, put_tag, queue_frames};
 use crate::protocols::rr17a::recv_exact;
@@ -15,7 +15,7 @@ use blindjoin_core::item::Item;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
 use blindjoin_ot::ext::kos::KosBase;
-use blindjoin_ot::ext::oos::{self, OosReceiver, OosSender};
+use blindjoin_ot::ext::oos::{self, OosReceiver, OosReceiverBatch, OosSender, OosSenderOutputs};
 use rand::CryptoRng;
 use rayon::prelude::*;
 use zeroize::Zeroizing;
@@ -112,56 +112,48 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
             let mut own = Zeroizing::new(Vec::new());
             let mut local: Vec<u128> = Vec::new();
             let mut slot_buf = Zeroizing::new(Vec::new());
-            for (b0, b1) in chunks(&p) {
-                pl.fill_slots(b0, b1, bs, &mut slot_buf);
-                let (batch, keys) = duplex_chunk(
-                    tx,
-                    &mut rx,
-                    &mut rev,
-                    &mut fwd,
-                    FORWARD.challenge,
-                    &slot_buf,
-                    (b1 - b0) * br,
-                )?;
-                let (k0, k1) = (pl.bin_start[b0] as usize, pl.bin_start[b1] as usize);
-                let members = &pl.by_bin[k0..k1];
-                let (slots, inputs) = (&pl.bin_slots[k0..k1], &pl.bin_inputs[k0..k1]);
-                let wanted: Vec<usize> = slots.iter().map(|&s| s as usize - b0 * bs).collect();
-                own.clear();
-                own.resize(members.len(), Block::ZERO);
-                batch.outputs(&wanted, &mut own)?;
-                rev.recycle(batch);
-                local.clear();
-                local.resize(members.len() * br, 0);
-                let result: Result<()> = local
-                    .par_chunks_mut(PAR_ITEMS * br)
-                    .zip(own.par_chunks(PAR_ITEMS))
-                    .zip(
-                        slots
-                            .par_chunks(PAR_ITEMS)
-                            .zip(inputs.par_chunks(PAR_ITEMS)),
-                    )
-                    .try_for_each(|((out, r), (sl, xs))| {
-                        let mut v = vec![Block::ZERO; br];
-                        let each = out.chunks_exact_mut(br).zip(r).zip(sl.iter().zip(xs));
-                        for ((out, r), (&slot, &x)) in each {
-                            let bin = slot as usize / bs;
-                            let c = keys.masked_code(x);
-                            keys.eval_masked(&c, (bin - b0) * br, &mut v)?;
-                            for (o, v) in out.iter_mut().zip(&v) {
-                                *o = truncate(*v ^ *r, p.mask_len);
-                            }
-                        }
-                        Ok(())
-                    });
-                result?;
-                for m in local.chunks_exact(br) {
-                    for (position, &v) in m.iter().enumerate() {
-                        masks.push(position, v as u64, Mask::new(v));
+            let list: Vec<(usize, usize)> = chunks(&p).collect();
+            // Chunk k's masks are computed (a task on the pool) while chunk k + 1's duplex
+            // exchange runs on this thread; with one thread, one after the other.
+            let mut ready: Option<(usize, usize, OosReceiverBatch, OosSenderOutputs)> = None;
+            for k in 0..=list.len() {
+                let job = ready.take();
+                let mut evaluated: Result<()> = Ok(());
+                let mut done = None;
+                let next = rayon::in_place_scope(|scope| -> Result<_> {
+                    if let Some((b0, b1, batch, keys)) = job {
+                        let (masks, own, local) = (&mut masks, &mut own, &mut local);
+                        let (evaluated, done, pl) = (&mut evaluated, &mut done, &pl);
+                        scope.spawn(move |_| {
+                            *evaluated =
+                                masks_of_chunk(pl, &p, b0, b1, &batch, &keys, masks, own, local);
+                            *done = Some((batch, keys));
+                        });
                     }
+                    let Some(&(b0, b1)) = list.get(k) else {
+                        return Ok(None);
+                    };
+                    pl.fill_slots(b0, b1, bs, &mut slot_buf);
+                    let (batch, keys) = duplex_chunk(
+                        tx,
+                        &mut rx,
+                        &mut rev,
+                        &mut fwd,
+                        FORWARD.challenge,
+                        &slot_buf,
+                        (b1 - b0) * br,
+                    )?;
+                    Ok(Some((b0, b1, batch, keys)))
+                })?;
+                evaluated?;
+                if let Some((batch, keys)) = done {
+                    rev.recycle(batch);
+                    fwd.recycle(keys);
                 }
-                fwd.recycle(keys);
-                run.report("encodings", b1 as u64, p.bins as u64);
+                if let Some(&(_, b1)) = k.checked_sub(1).and_then(|j| list.get(j)) {
+                    run.report("encodings", b1 as u64, p.bins as u64);
+                }
+                ready = next;
             }
             drop(local);
             run.lap("encodings");
@@ -193,4 +185,57 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
         },
     )?;
     Ok(run.sender_output())
+}
+
+/// The sender's masks of the items of bins `b0..b1` (one per receiver slot position of their
+/// bin), appended to `masks` by slot position and bucket.
+#[allow(clippy::too_many_arguments)]
+fn masks_of_chunk(
+    pl: &Placement,
+    p: &DeParams,
+    b0: usize,
+    b1: usize,
+    batch: &OosReceiverBatch,
+    keys: &OosSenderOutputs,
+    masks: &mut Buckets<Mask>,
+    own: &mut Vec<Block>,
+    local: &mut Vec<u128>,
+) -> Result<()> {
+    let (br, bs) = (p.slots_r, p.slots_s);
+    let (k0, k1) = (pl.bin_start[b0] as usize, pl.bin_start[b1] as usize);
+    let members = &pl.by_bin[k0..k1];
+    let (slots, inputs) = (&pl.bin_slots[k0..k1], &pl.bin_inputs[k0..k1]);
+    let wanted: Vec<usize> = slots.iter().map(|&s| s as usize - b0 * bs).collect();
+    own.clear();
+    own.resize(members.len(), Block::ZERO);
+    batch.outputs(&wanted, own)?;
+    local.clear();
+    local.resize(members.len() * br, 0);
+    local
+        .par_chunks_mut(PAR_ITEMS * br)
+        .zip(own.par_chunks(PAR_ITEMS))
+        .zip(
+            slots
+                .par_chunks(PAR_ITEMS)
+                .zip(inputs.par_chunks(PAR_ITEMS)),
+        )
+        .try_for_each(|((out, r), (sl, xs))| -> Result<()> {
+            let mut v = vec![Block::ZERO; br];
+            let each = out.chunks_exact_mut(br).zip(r).zip(sl.iter().zip(xs));
+            for ((out, r), (&slot, &x)) in each {
+                let bin = slot as usize / bs;
+                let c = keys.masked_code(x);
+                keys.eval_masked(&c, (bin - b0) * br, &mut v)?;
+                for (o, v) in out.iter_mut().zip(&v) {
+                    *o = truncate(*v ^ *r, p.mask_len);
+                }
+            }
+            Ok(())
+        })?;
+    for m in local.chunks_exact(br) {
+        for (position, &v) in m.iter().enumerate() {
+            masks.push(position, v as u64, Mask::new(v));
+        }
+    }
+    Ok(())
 }
