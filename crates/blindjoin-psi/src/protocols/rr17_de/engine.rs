@@ -17,7 +17,7 @@
 //! looked up, so neither side makes a random access to main memory. Masks out of bucket order
 //! are refused as malformed.
 
-use super::DeParams;
+use super::{DeParams, Placement};
 use crate::protocols::common::queue_closed;
 use blindjoin_core::cache::prefetch;
 use blindjoin_core::channel::{FrameReceiver, FrameSender};
@@ -28,6 +28,7 @@ use blindjoin_ot::ext::oos::{
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+use zeroize::Zeroizing;
 
 /// The receiving end of the reader thread's queue as a [`FrameReceiver`].
 pub(crate) struct Queued(pub mpsc::Receiver<Vec<u8>>);
@@ -94,7 +95,7 @@ pub(crate) fn read_chunks(
 /// One chunk of the duplex phase: sends the u columns of `my_inputs` (our slots), receives
 /// the peer's for `their_m` slots, answers and checks the challenges. Returns our batch (for
 /// our outputs) and the checked keys of the peer's slots.
-pub(crate) fn duplex_chunk(
+fn duplex_chunk(
     tx: &mut dyn FrameSender,
     rx: &mut Queued,
     mine: &mut OosReceiver,
@@ -109,6 +110,64 @@ pub(crate) fn duplex_chunk(
     batch.prove(rx, tx)?;
     let keys = pending.verify(rx)?;
     Ok((batch, keys))
+}
+
+/// The duplex phase, chunk by chunk of `p`'s bins: our inputs fill `my_slots` slots per bin
+/// (`pl.fill_slots`), the peer's `their_slots`. Chunk k's outputs go to `eval(b0, b1, batch,
+/// keys)`, run as a task on the rayon pool while chunk k + 1's exchange runs on this thread
+/// (with one thread, one after the other), then `done(b1)`; the batches are recycled after.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn duplex_chunks(
+    tx: &mut dyn FrameSender,
+    rx: &mut Queued,
+    mine: &mut OosReceiver,
+    theirs: &mut OosSender,
+    their_challenge: &'static str,
+    p: &DeParams,
+    pl: &Placement,
+    (my_slots, their_slots): (usize, usize),
+    mut eval: impl FnMut(usize, usize, &OosReceiverBatch, &OosSenderOutputs) -> Result<()> + Send,
+    mut done: impl FnMut(usize),
+) -> Result<()> {
+    let list: Vec<(usize, usize)> = super::chunks(p).collect();
+    let mut slot_buf = Zeroizing::new(Vec::new());
+    let mut ready: Option<(usize, usize, OosReceiverBatch, OosSenderOutputs)> = None;
+    for k in 0..=list.len() {
+        let job = ready.take();
+        let mut evaluated: Result<()> = Ok(());
+        let mut finished = None;
+        let next = rayon::in_place_scope(|scope| -> Result<_> {
+            if let Some((b0, b1, batch, keys)) = job {
+                let (eval, evaluated, finished) = (&mut eval, &mut evaluated, &mut finished);
+                scope.spawn(move |_| {
+                    *evaluated = eval(b0, b1, &batch, &keys);
+                    *finished = Some((b1, batch, keys));
+                });
+            }
+            let Some(&(b0, b1)) = list.get(k) else {
+                return Ok(None);
+            };
+            pl.fill_slots(b0, b1, my_slots, &mut slot_buf);
+            let (batch, keys) = duplex_chunk(
+                tx,
+                rx,
+                mine,
+                theirs,
+                their_challenge,
+                &slot_buf,
+                (b1 - b0) * their_slots,
+            )?;
+            Ok(Some((b0, b1, batch, keys)))
+        })?;
+        evaluated?;
+        if let Some((b1, batch, keys)) = finished {
+            mine.recycle(batch);
+            theirs.recycle(keys);
+            done(b1);
+        }
+        ready = next;
+    }
+    Ok(())
 }
 
 /// A mask of at most 96 bits in 12 bytes (the sender keeps n2·B_R of them until its last

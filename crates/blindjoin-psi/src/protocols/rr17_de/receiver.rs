@@ -1,11 +1,11 @@
 //! The receiver's side of `rr17_de` (see the module doc for the message flow).
 
 use super::engine::{
-    BucketJoin, Buckets, Entry, Queued, duplex_chunk, forward, read_chunks, truncate,
+    BucketJoin, Buckets, Entry, Queued, duplex_chunks, forward, read_chunks, truncate,
 };
 use super::{
     BASE_OTS, DeParams, FORWARD, MASK_FRAME, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE,
-    PROTOCOL, Placement, REVERSE, bin_key, chunks, commitment, de_params, place, place_in_bins,
+    PROTOCOL, Placement, REVERSE, bin_key, commitment, de_params, place, place_in_bins,
 };
 use crate::protocols::common::{pipelined, queue_frames, set_size};
 use crate::protocols::rr17a::recv_exact;
@@ -127,50 +127,30 @@ pub(crate) fn receive_encoding<C: Channel + ?Sized>(
             let mut values: Buckets<Entry> = Buckets::new(p.bucket_bits, &expected);
             let mut own = Zeroizing::new(Vec::new());
             let mut local: Vec<Entry> = Vec::new();
-            let mut slot_buf = Zeroizing::new(Vec::new());
-            let list: Vec<(usize, usize)> = chunks(&p).collect();
-            // Chunk k's values are computed (a task on the pool) while chunk k + 1's duplex
-            // exchange runs on this thread; with one thread, one after the other.
-            let mut ready: Option<(usize, usize, OosReceiverBatch, OosSenderOutputs)> = None;
-            for k in 0..=list.len() {
-                let job = ready.take();
-                let mut evaluated: Result<()> = Ok(());
-                let mut done = None;
-                let next = rayon::in_place_scope(|scope| -> Result<_> {
-                    if let Some((b0, b1, batch, keys)) = job {
-                        let (values, own, local) = (&mut values, &mut own, &mut local);
-                        let (evaluated, done, pl) = (&mut evaluated, &mut done, &pl);
-                        scope.spawn(move |_| {
-                            *evaluated =
-                                values_of_chunk(pl, &p, b0, b1, &batch, &keys, values, own, local);
-                            *done = Some((batch, keys));
-                        });
-                    }
-                    let Some(&(b0, b1)) = list.get(k) else {
-                        return Ok(None);
-                    };
-                    pl.fill_slots(b0, b1, br, &mut slot_buf);
-                    let (batch, keys) = duplex_chunk(
-                        tx,
-                        &mut rx,
-                        &mut fwd,
-                        &mut rev,
-                        REVERSE.challenge,
-                        &slot_buf,
-                        (b1 - b0) * bs,
-                    )?;
-                    Ok(Some((b0, b1, batch, keys)))
-                })?;
-                evaluated?;
-                if let Some((batch, keys)) = done {
-                    fwd.recycle(batch);
-                    rev.recycle(keys);
-                }
-                if let Some(&(_, b1)) = k.checked_sub(1).and_then(|j| list.get(j)) {
-                    run.report("encodings", b1 as u64, p.bins as u64);
-                }
-                ready = next;
-            }
+            duplex_chunks(
+                tx,
+                &mut rx,
+                &mut fwd,
+                &mut rev,
+                REVERSE.challenge,
+                &p,
+                &pl,
+                (br, bs),
+                |b0, b1, batch, keys| {
+                    values_of_chunk(
+                        &pl,
+                        &p,
+                        b0,
+                        b1,
+                        batch,
+                        keys,
+                        &mut values,
+                        &mut own,
+                        &mut local,
+                    )
+                },
+                |b1| run.report("encodings", b1 as u64, p.bins as u64),
+            )?;
             drop(local);
             run.lap("encodings");
 

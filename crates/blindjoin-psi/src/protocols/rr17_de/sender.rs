@@ -1,9 +1,9 @@
 //! The sender's side of `rr17_de` (see the module doc for the message flow).
 
-use super::engine::{Buckets, Mask, Queued, duplex_chunk, read_chunks, shuffle, truncate};
+use super::engine::{Buckets, Mask, Queued, duplex_chunks, read_chunks, shuffle, truncate};
 use super::{
     BASE_OTS, DeParams, FORWARD, MASK_FRAME, MSG_COMMIT, MSG_MASKS, MSG_OPENING, MSG_SHARE,
-    PROTOCOL, Placement, REVERSE, bin_key, chunks, commitment, de_params, place, place_in_bins,
+    PROTOCOL, Placement, REVERSE, bin_key, commitment, de_params, place, place_in_bins,
 };
 use crate::protocols::common::{pipelined, put_tag, queue_frames};
 use crate::protocols::rr17a::recv_exact;
@@ -111,50 +111,22 @@ pub(crate) fn send_encoding<C: Channel + ?Sized>(
             let mut masks: Buckets<Mask> = Buckets::new(p.bucket_bits, &vec![items.len(); br]);
             let mut own = Zeroizing::new(Vec::new());
             let mut local: Vec<u128> = Vec::new();
-            let mut slot_buf = Zeroizing::new(Vec::new());
-            let list: Vec<(usize, usize)> = chunks(&p).collect();
-            // Chunk k's masks are computed (a task on the pool) while chunk k + 1's duplex
-            // exchange runs on this thread; with one thread, one after the other.
-            let mut ready: Option<(usize, usize, OosReceiverBatch, OosSenderOutputs)> = None;
-            for k in 0..=list.len() {
-                let job = ready.take();
-                let mut evaluated: Result<()> = Ok(());
-                let mut done = None;
-                let next = rayon::in_place_scope(|scope| -> Result<_> {
-                    if let Some((b0, b1, batch, keys)) = job {
-                        let (masks, own, local) = (&mut masks, &mut own, &mut local);
-                        let (evaluated, done, pl) = (&mut evaluated, &mut done, &pl);
-                        scope.spawn(move |_| {
-                            *evaluated =
-                                masks_of_chunk(pl, &p, b0, b1, &batch, &keys, masks, own, local);
-                            *done = Some((batch, keys));
-                        });
-                    }
-                    let Some(&(b0, b1)) = list.get(k) else {
-                        return Ok(None);
-                    };
-                    pl.fill_slots(b0, b1, bs, &mut slot_buf);
-                    let (batch, keys) = duplex_chunk(
-                        tx,
-                        &mut rx,
-                        &mut rev,
-                        &mut fwd,
-                        FORWARD.challenge,
-                        &slot_buf,
-                        (b1 - b0) * br,
-                    )?;
-                    Ok(Some((b0, b1, batch, keys)))
-                })?;
-                evaluated?;
-                if let Some((batch, keys)) = done {
-                    rev.recycle(batch);
-                    fwd.recycle(keys);
-                }
-                if let Some(&(_, b1)) = k.checked_sub(1).and_then(|j| list.get(j)) {
-                    run.report("encodings", b1 as u64, p.bins as u64);
-                }
-                ready = next;
-            }
+            duplex_chunks(
+                tx,
+                &mut rx,
+                &mut rev,
+                &mut fwd,
+                FORWARD.challenge,
+                &p,
+                &pl,
+                (bs, br),
+                |b0, b1, batch, keys| {
+                    masks_of_chunk(
+                        &pl, &p, b0, b1, batch, keys, &mut masks, &mut own, &mut local,
+                    )
+                },
+                |b1| run.report("encodings", b1 as u64, p.bins as u64),
+            )?;
             drop(local);
             run.lap("encodings");
             // Each position's masks bucket by bucket, each bucket in a random order.
