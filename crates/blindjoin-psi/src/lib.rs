@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod circuit;
 pub mod hashing;
 pub mod params;
 pub mod protocol;
