@@ -71,3 +71,4 @@ pub trait Backend {
     /// The lanes of `parts[0]`, then those of `parts[1]`, … (public wiring, free).
     fn concat(&mut self, parts: &[&Self::Bits]) -> Self::Bits;
 }
+pub mod gadgets;
