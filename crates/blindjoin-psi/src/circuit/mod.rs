@@ -72,3 +72,4 @@ pub trait Backend {
     fn concat(&mut self, parts: &[&Self::Bits]) -> Self::Bits;
 }
 pub mod gadgets;
+pub mod waksman;
