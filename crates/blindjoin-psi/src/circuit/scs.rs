@@ -517,6 +517,36 @@ mod tests {
     }
 
     #[test]
+    fn intersection_of_4096_items_each_on_plain() {
+        let mut rng = StdRng::seed_from_u64(37);
+        let n = 4096;
+        let (s, r) = sets(&mut rng, 32, n, n, 1000);
+        let mut perm: Vec<usize> = (0..n).collect();
+        perm.shuffle(&mut rng);
+        let sw = PlainBits::from_bools(&waksman_switches(&perm).unwrap());
+        for cmp in CMPS {
+            let out = scs_intersection(
+                &mut Plain,
+                cmp,
+                &Plain::word(&s, 32),
+                &Plain::word(&r, 32),
+                &sw,
+            )
+            .unwrap();
+            assert_eq!(nonzero_sorted(&Plain::values(&out)), intersection(&s, &r));
+        }
+        let short = PlainBits::from_bools(&[false; 3]);
+        let err = scs_intersection(
+            &mut Plain,
+            Comparator::Size,
+            &Plain::word(&s, 32),
+            &Plain::word(&r, 32),
+            &short,
+        );
+        assert!(err.is_err());
+    }
+
+    #[test]
     fn cardinality_and_count_ones() {
         let mut rng = StdRng::seed_from_u64(35);
         for m in [0usize, 1, 2, 3, 8, 63, 64, 65, 1000] {
