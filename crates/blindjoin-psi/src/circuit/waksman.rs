@@ -17,8 +17,11 @@
 //! then all of its upper subnetwork's, then all of its lower one's, then its output switches.
 //!
 //! **Layers.** [`waksman`] runs the network one switch layer at a time, the layer's switches
-//! as the lanes of one [`cond_swap`] (one [`super::Backend::and_vector`] call); subnetworks of
-//! one size run in the same layers, so a network of n = 2^k has 2k − 1 layers (GMW rounds).
+//! as the lanes of one [`cond_swap`] (one [`super::Backend::and_vector`] call): the input
+//! switches of all nets of recursion level d in layer d, their output switches in layer
+//! 2M − d (M the deepest level), so a network of n = 2^k has 2k − 1 layers (GMW rounds). Every
+//! value keeps its lane, and the wiring of each layer is generated when it runs, in O(n)
+//! memory.
 
 use blindjoin_core::{Error, Result};
 
@@ -28,10 +31,21 @@ use super::{Backend, Word};
 /// The number of switches of the Waksman network on `n` inputs: n·log2 n − n + 1 for n a
 /// power of two, W(⌊n/2⌋) + W(⌈n/2⌉) + n − 1 in general, 0 for n ≤ 1.
 pub fn waksman_switch_count(n: usize) -> usize {
-    if n <= 1 {
-        0
+    counts(n).0
+}
+
+/// (W(n), W(n + 1)), from (W(m), W(m + 1)) for m = ⌊n/2⌋: W(2m) = 2W(m) + 2m − 1,
+/// W(2m + 1) = W(m) + W(m + 1) + 2m, W(2m + 2) = 2W(m + 1) + 2m + 1 (O(log n) steps).
+fn counts(n: usize) -> (usize, usize) {
+    if n == 0 {
+        return (0, 0);
+    }
+    let m = n / 2;
+    let (a, b) = counts(m);
+    if n.is_multiple_of(2) {
+        (2 * a + 2 * m - 1, a + b + 2 * m)
     } else {
-        waksman_switch_count(n / 2) + waksman_switch_count(n - n / 2) + n - 1
+        (a + b + 2 * m, 2 * b + 2 * m + 1)
     }
 }
 
@@ -142,80 +156,225 @@ fn route(perm: &[usize], out: &mut Vec<bool>) {
     }
 }
 
-/// The public wiring of the network on `n` inputs, with every value kept in one lane: per layer
-/// the switches `(lane a, lane b, switch number)` (lane a takes the switch's upper output), and
-/// the lane holding each output at the end.
-struct Schedule {
-    layers: Vec<Vec<(usize, usize, usize)>>,
-    outputs: Vec<usize>,
+/// A subnetwork of the recursion, one of the nets of its level.
+#[derive(Clone, Copy)]
+struct Net {
+    /// Its number of inputs.
+    size: usize,
+    /// The number of its first switch (module doc numbering).
+    base: usize,
+    /// The index, in the next level, of its upper subnetwork (the lower one follows); unused
+    /// for size ≤ 2.
+    child: usize,
+    /// The index of the net it is a subnetwork of, in the previous level (unused at level 0).
+    parent: usize,
+    /// Whether it is its parent's lower subnetwork.
+    lower: bool,
 }
 
-fn schedule(n: usize) -> Schedule {
-    let mut s = Schedule {
-        layers: vec![Vec::new(); waksman_layers(n)],
-        outputs: Vec::new(),
-    };
-    let inputs: Vec<usize> = (0..n).collect();
-    let mut next = 0usize;
-    s.outputs = place(&inputs, 0, &mut s.layers, &mut next);
-    s
+/// The nets of every recursion level: level 0 is the whole network; a net of size ≥ 3 has an
+/// upper (⌊s/2⌋) and a lower (⌈s/2⌉) subnetwork in the next level. About n nets in all.
+fn levels(n: usize) -> Vec<Vec<Net>> {
+    let mut levels = vec![vec![Net {
+        size: n,
+        base: 0,
+        child: 0,
+        parent: 0,
+        lower: false,
+    }]];
+    loop {
+        let mut next = Vec::new();
+        if let Some(cur) = levels.last_mut() {
+            for (k, net) in cur.iter_mut().enumerate() {
+                if net.size >= 3 {
+                    let p = net.size / 2;
+                    net.child = next.len();
+                    next.push(Net {
+                        size: p,
+                        base: net.base + p,
+                        child: 0,
+                        parent: k,
+                        lower: false,
+                    });
+                    next.push(Net {
+                        size: net.size - p,
+                        base: net.base + p + waksman_switch_count(p),
+                        child: 0,
+                        parent: k,
+                        lower: true,
+                    });
+                }
+            }
+        }
+        if next.is_empty() {
+            return levels;
+        }
+        levels.push(next);
+    }
 }
 
-/// Places the switches of the network whose input `i` is in lane `ins[i]`, from layer `layer`
-/// on, numbering them from `*next`; returns the lane of each output.
-fn place(
-    ins: &[usize],
-    layer: usize,
-    layers: &mut [Vec<(usize, usize, usize)>],
-    next: &mut usize,
-) -> Vec<usize> {
-    let n = ins.len();
-    let mut push = |layers: &mut [Vec<(usize, usize, usize)>], at: usize, a: usize, b: usize| {
-        if let Some(l) = layers.get_mut(at) {
-            l.push((a, b, *next));
+const NONE: usize = usize::MAX;
+
+/// Every value stays in its lane: a net whose input `i` is in lane `ins[i]` has its input
+/// switch `i` on lanes (ins[2i], ins[2i + 1]), leaves its output `j` in lane `ins[j]`, and so has
+/// its output switch `j` on the same lanes as its input switch `j`. Where a lane sits in the
+/// nets of each level is tracked per lane, (net, position), going down the levels for the input
+/// layers and back up for the output layers; memory O(n) besides the net table.
+struct Walk<'a> {
+    levels: &'a [Vec<Net>],
+    /// Per lane: (net, position) at the current level, or (NONE, _) once its net had size ≤ 2.
+    at: Vec<(usize, usize)>,
+    /// Per lane: (level, net, position) of the net of size ≤ 2 where it ends.
+    leaf: Vec<(usize, usize, usize)>,
+    /// Position-major inverse of `at` for the current level, and each net's first position.
+    lane_at: Vec<usize>,
+    offset: Vec<usize>,
+}
+
+impl<'a> Walk<'a> {
+    fn new(levels: &'a [Vec<Net>], n: usize) -> Self {
+        Walk {
+            levels,
+            at: (0..n).map(|i| (0, i)).collect(),
+            leaf: vec![(NONE, 0, 0); n],
+            lane_at: vec![NONE; n],
+            offset: Vec::new(),
         }
-        *next += 1;
-    };
-    match n {
-        0 | 1 => return ins.to_vec(),
-        2 => {
-            push(layers, layer, ins[0], ins[1]);
-            return ins.to_vec();
+    }
+
+    /// Fills `lane_at` and `offset` for level `d` from `at`.
+    fn index(&mut self, d: usize) {
+        let nets = &self.levels[d];
+        self.offset.clear();
+        let mut o = 0usize;
+        for net in nets {
+            self.offset.push(o);
+            o += net.size;
         }
-        _ => {}
-    }
-    let p = n / 2;
-    let odd = n % 2 == 1;
-    for i in 0..p {
-        push(layers, layer, ins[2 * i], ins[2 * i + 1]);
-    }
-    let upper_in: Vec<usize> = (0..p).map(|i| ins[2 * i]).collect();
-    let mut lower_in: Vec<usize> = (0..p).map(|i| ins[2 * i + 1]).collect();
-    if odd {
-        lower_in.push(ins[n - 1]);
-    }
-    let up = place(&upper_in, layer + 1, layers, next);
-    let lo = place(&lower_in, layer + 1, layers, next);
-    let out_layer = layer + 1 + waksman_layers(n - p);
-    let output_switches = if odd { p } else { p - 1 };
-    let mut push = |layers: &mut [Vec<(usize, usize, usize)>], a: usize, b: usize| {
-        if let Some(l) = layers.get_mut(out_layer) {
-            l.push((a, b, *next));
+        for (lane, &(net, pos)) in self.at.iter().enumerate() {
+            if net != NONE
+                && let Some(slot) = self.lane_at.get_mut(self.offset[net] + pos)
+            {
+                *slot = lane;
+            }
         }
-        *next += 1;
-    };
-    let mut outs = Vec::with_capacity(n);
-    for j in 0..p {
-        if j < output_switches {
-            push(layers, up[j], lo[j]);
+    }
+
+    /// The input switches of level `d`'s nets, as (lane, lane, switch number).
+    fn input_layer(&mut self, d: usize, layer: &mut Vec<(usize, usize, usize)>) {
+        self.index(d);
+        layer.clear();
+        for (k, net) in self.levels[d].iter().enumerate() {
+            let o = self.offset[k];
+            for i in 0..net.size / 2 {
+                layer.push((
+                    self.lane_at[o + 2 * i],
+                    self.lane_at[o + 2 * i + 1],
+                    net.base + i,
+                ));
+            }
         }
-        outs.push(up[j]);
-        outs.push(lo[j]);
     }
-    if odd {
-        outs.push(lo[p]);
+
+    /// The output switches of level `d`'s nets.
+    fn output_layer(&mut self, d: usize, layer: &mut Vec<(usize, usize, usize)>) {
+        self.index(d);
+        layer.clear();
+        for (k, net) in self.levels[d].iter().enumerate() {
+            if net.size < 3 {
+                continue;
+            }
+            let o = self.offset[k];
+            let p = net.size / 2;
+            let outs = if net.size % 2 == 1 { p } else { p - 1 };
+            let first = net.base + waksman_switch_count(net.size) - outs;
+            for j in 0..outs {
+                layer.push((
+                    self.lane_at[o + 2 * j],
+                    self.lane_at[o + 2 * j + 1],
+                    first + j,
+                ));
+            }
+        }
     }
-    outs
+
+    /// From level `d` to level `d + 1`.
+    fn down(&mut self, d: usize) {
+        let nets = &self.levels[d];
+        for (lane, at) in self.at.iter_mut().enumerate() {
+            let (k, q) = *at;
+            if k == NONE {
+                continue;
+            }
+            let net = nets[k];
+            if net.size <= 2 {
+                self.leaf[lane] = (d, k, q);
+                *at = (NONE, 0);
+            } else {
+                let lower = q % 2 == 1 || (net.size % 2 == 1 && q == net.size - 1);
+                *at = (net.child + usize::from(lower), q / 2);
+            }
+        }
+    }
+
+    /// From level `d + 1` back to level `d`.
+    fn up(&mut self, d: usize) {
+        let (nets, sub) = (&self.levels[d], &self.levels[d + 1]);
+        for (lane, at) in self.at.iter_mut().enumerate() {
+            let (k, q) = *at;
+            if k == NONE {
+                let (ld, lk, lq) = self.leaf[lane];
+                if ld == d {
+                    *at = (lk, lq);
+                }
+                continue;
+            }
+            let child = sub[k];
+            let s = nets[child.parent].size;
+            let q0 = if !child.lower || (s % 2 == 1 && q == s / 2) {
+                2 * q
+            } else {
+                2 * q + 1
+            };
+            *at = (child.parent, q0);
+        }
+    }
+}
+
+/// Applies one layer of switches to `cur` in place (lanes keep their values' places).
+fn apply<B: Backend>(
+    b: &mut B,
+    cur: Word<B>,
+    switches: &B::Bits,
+    layer: &[(usize, usize, usize)],
+    idx: &mut Vec<usize>,
+) -> Result<Word<B>> {
+    if layer.is_empty() {
+        return Ok(cur);
+    }
+    let n = cur.first().map_or(0, |p| b.lanes(p));
+    let t = layer.len();
+    let a_idx: Vec<usize> = layer.iter().map(|s| s.0).collect();
+    let b_idx: Vec<usize> = layer.iter().map(|s| s.1).collect();
+    let s_idx: Vec<usize> = layer.iter().map(|s| s.2).collect();
+    let c = b.gather(switches, &s_idx);
+    let xs: Word<B> = cur.iter().map(|p| b.gather(p, &a_idx)).collect();
+    let ys: Word<B> = cur.iter().map(|p| b.gather(p, &b_idx)).collect();
+    let (x2, y2) = cond_swap(b, &c, &xs, &ys)?;
+    idx.clear();
+    idx.extend(0..n);
+    for (k, &(la, lb, _)) in layer.iter().enumerate() {
+        idx[la] = n + k;
+        idx[lb] = n + t + k;
+    }
+    Ok(cur
+        .iter()
+        .zip(x2.iter().zip(&y2))
+        .map(|(p, (x, y))| {
+            let all = b.concat(&[p, x, y]);
+            b.gather(&all, idx)
+        })
+        .collect())
 }
 
 /// Applies the Waksman network to the lanes of `values` (n lanes, any width ≥ 1) under
@@ -223,7 +382,9 @@ fn place(
 /// module doc): output lane `perm[i]` holds input lane `i` when `switches` are
 /// [`waksman_switches`]`(perm)`.
 ///
-/// σ·W(n) AND gates (W(n) vector triples of width σ) in [`waksman_layers`]`(n)` rounds.
+/// σ·W(n) AND gates (W(n) vector triples of width σ) in [`waksman_layers`]`(n)` rounds: the
+/// input switches of recursion level d in layer d, the output switches of level d in layer
+/// 2M − d, M the deepest level. The wiring is generated level by level (memory O(n)).
 pub fn waksman<B: Backend>(b: &mut B, values: &[B::Bits], switches: &B::Bits) -> Result<Word<B>> {
     let Some(first) = values.first() else {
         return Err(Error::InvalidParam {
@@ -242,34 +403,32 @@ pub fn waksman<B: Backend>(b: &mut B, values: &[B::Bits], switches: &B::Bits) ->
             ),
         });
     }
-    let sched = schedule(n);
     let mut cur: Word<B> = values.iter().map(|p| b.concat(&[p])).collect();
-    let mut idx: Vec<usize> = Vec::with_capacity(n);
-    for layer in &sched.layers {
-        let t = layer.len();
-        let a_idx: Vec<usize> = layer.iter().map(|s| s.0).collect();
-        let b_idx: Vec<usize> = layer.iter().map(|s| s.1).collect();
-        let s_idx: Vec<usize> = layer.iter().map(|s| s.2).collect();
-        let c = b.gather(switches, &s_idx);
-        let xs: Word<B> = cur.iter().map(|p| b.gather(p, &a_idx)).collect();
-        let ys: Word<B> = cur.iter().map(|p| b.gather(p, &b_idx)).collect();
-        let (x2, y2) = cond_swap(b, &c, &xs, &ys)?;
-        idx.clear();
-        idx.extend(0..n);
-        for (k, &(la, lb, _)) in layer.iter().enumerate() {
-            idx[la] = n + k;
-            idx[lb] = n + t + k;
-        }
-        cur = cur
-            .iter()
-            .zip(x2.iter().zip(&y2))
-            .map(|(p, (x, y))| {
-                let all = b.concat(&[p, x, y]);
-                b.gather(&all, &idx)
-            })
-            .collect();
+    if n <= 1 {
+        return Ok(cur);
     }
-    Ok(cur.iter().map(|p| b.gather(p, &sched.outputs)).collect())
+    let levels = levels(n);
+    let deepest = levels.len() - 1;
+    let mut walk = Walk::new(&levels, n);
+    let mut layer = Vec::with_capacity(n / 2);
+    let mut idx = Vec::with_capacity(n);
+    for d in 0..=deepest {
+        walk.input_layer(d, &mut layer);
+        cur = apply(b, cur, switches, &layer, &mut idx)?;
+        walk.down(d);
+    }
+    for (lane, at) in walk.at.iter_mut().enumerate() {
+        let (ld, lk, lq) = walk.leaf[lane];
+        if ld == deepest {
+            *at = (lk, lq);
+        }
+    }
+    for d in (0..deepest).rev() {
+        walk.up(d);
+        walk.output_layer(d, &mut layer);
+        cur = apply(b, cur, switches, &layer, &mut idx)?;
+    }
+    Ok(cur)
 }
 
 #[cfg(test)]
@@ -299,8 +458,19 @@ mod tests {
         }
     }
 
+    fn naive_count(n: usize) -> usize {
+        if n <= 1 {
+            0
+        } else {
+            naive_count(n / 2) + naive_count(n - n / 2) + n - 1
+        }
+    }
+
     #[test]
     fn switch_counts_and_layers() {
+        for n in 0..3000 {
+            assert_eq!(waksman_switch_count(n), naive_count(n), "n = {n}");
+        }
         for k in 1..=16u32 {
             let n = 1usize << k;
             assert_eq!(waksman_switch_count(n), n * k as usize - n + 1);
