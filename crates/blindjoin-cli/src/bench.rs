@@ -18,7 +18,9 @@ use crate::report::{peak_rss_bytes, process_cpu_seconds};
 use blindjoin_core::channel::clock::Limits;
 use blindjoin_core::channel::metered::{Metered, Traffic};
 use blindjoin_core::channel::tls::{self, Fingerprint, Identity, PeerCheck, TlsConfig};
+use blindjoin_core::item::items_from_records;
 use blindjoin_core::transport::{self, Link, LinkConfig};
+use blindjoin_psi::protocols::circuit_psi;
 use blindjoin_psi::{Protocol, RunOptions};
 use clap::Args;
 use rand::SeedableRng;
@@ -63,6 +65,12 @@ pub struct BenchArgs {
     /// Computational security parameter κ in bits (the protocol must offer it).
     #[arg(long, default_value_t = 128)]
     kappa: u32,
+    /// The circuit protocols' item length σ in bits (PSZ14 ran σ = 32), below the derived one
+    /// if need be (the parties then run with weak parameters allowed). The generated sets keep
+    /// only records whose σ-bit values are all distinct, so the exact intersection is still
+    /// the expected result.
+    #[arg(long)]
+    sigma: Option<u32>,
     /// Seconds each party of a repetition may run and wait for its peer (`rsa_blind` at
     /// κ = 256 needs more than the default: its key generation and 15360-bit signatures take
     /// minutes).
@@ -177,6 +185,8 @@ pub struct PartyArgs {
     tls_dir: Option<PathBuf>,
     #[arg(long, default_value_t = 128)]
     kappa: u32,
+    #[arg(long)]
+    sigma: Option<u32>,
 }
 
 /// What one party process reports.
@@ -219,11 +229,15 @@ struct Row {
 }
 
 /// The benchmark's sets: distinct 16-character records, `overlap` shared, each side shuffled.
+/// With `sigma`, records whose σ-bit value in the circuit protocols
+/// (`blindjoin_psi::protocols::circuit_psi::short_value`) equals an earlier record's are
+/// skipped, so that no two records of the sets collide at that σ.
 fn bench_sets(
     n_recv: usize,
     n_send: usize,
     overlap: usize,
     seed: u64,
+    sigma: Option<u32>,
 ) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let record = |k: usize| {
         format!(
@@ -232,9 +246,24 @@ fn bench_sets(
         )
         .into_bytes()
     };
-    let mut recv: Vec<Vec<u8>> = (0..n_recv).map(record).collect();
     let first = n_recv - overlap;
-    let mut send: Vec<Vec<u8>> = (first..first + n_send).map(record).collect();
+    let total = first + n_send;
+    let pool: Vec<Vec<u8>> = match sigma {
+        None => (0..total).map(record).collect(),
+        Some(sigma) => {
+            let mut seen = HashSet::with_capacity(total);
+            (0..)
+                .map(record)
+                .filter(|r| {
+                    let item = items_from_records(&[r])[0];
+                    seen.insert(circuit_psi::short_value(&item, sigma))
+                })
+                .take(total)
+                .collect()
+        }
+    };
+    let mut recv: Vec<Vec<u8>> = pool[..n_recv].to_vec();
+    let mut send: Vec<Vec<u8>> = pool[first..].to_vec();
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     recv.shuffle(&mut rng);
     send.shuffle(&mut rng);
@@ -252,13 +281,15 @@ fn expected_indices(recv: &[Vec<u8>], send: &[Vec<u8>]) -> Vec<usize> {
 
 /// Runs one party (the hidden `bench-party` command) and prints its result as JSON.
 pub fn run_party(a: &PartyArgs) -> CliResult<()> {
-    let (recv, send) = bench_sets(a.n_recv, a.n_send, a.overlap, a.seed);
+    let (recv, send) = bench_sets(a.n_recv, a.n_send, a.overlap, a.seed, a.sigma);
     let timeout = Duration::from_secs(a.timeout);
     // Both parties are this benchmark's own processes: the memory budget, which bounds what a
     // peer's announced size may commit, does not apply (rr17a's sender holds 5.2 GB at 2^20).
     let opts = RunOptions {
         kappa: a.kappa,
         memory_budget: None,
+        sigma: a.sigma,
+        allow_weak: a.sigma.is_some(),
         ..RunOptions::default()
     };
     let mut rng = rand::rng();
@@ -423,6 +454,9 @@ fn one_rep(
     .iter()
     .map(|s| (*s).to_owned())
     .collect();
+    if let Some(sigma) = a.sigma {
+        args.extend(["--sigma".to_owned(), sigma.to_string()]);
+    }
     if let Some(t) = tls {
         args.extend(t.args());
     }
@@ -479,7 +513,7 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
     println!("{}", TABLE_HEAD);
     for (&n_recv, &n_send) in a.sizes.iter().zip(&senders) {
         let overlap = ((n_recv.min(n_send) as f64) * a.overlap) as usize;
-        let (recv, send) = bench_sets(n_recv, n_send, overlap, a.seed);
+        let (recv, send) = bench_sets(n_recv, n_send, overlap, a.seed, a.sigma);
         let expected = expected_indices(&recv, &send);
         let mut by_transport: Vec<Vec<(PartyResult, PartyResult)>> =
             a.transport.iter().map(|_| Vec::new()).collect();
@@ -617,10 +651,20 @@ mod tests {
 
     #[test]
     fn bench_sets_have_the_requested_overlap_and_distinct_records() {
-        let (r, s) = bench_sets(1000, 700, 300, 5);
+        let (r, s) = bench_sets(1000, 700, 300, 5, None);
         assert_eq!(r.iter().collect::<HashSet<_>>().len(), 1000);
         assert_eq!(s.iter().collect::<HashSet<_>>().len(), 700);
         assert_eq!(expected_indices(&r, &s).len(), 300);
+        // At σ = 12 (4096 values) about 120 of 1400 records would collide; none are kept.
+        let (r, s) = bench_sets(1000, 700, 300, 5, Some(12));
+        assert_eq!((r.len(), s.len()), (1000, 700));
+        assert_eq!(expected_indices(&r, &s).len(), 300);
+        let values: HashSet<u128> = r
+            .iter()
+            .chain(&s)
+            .map(|x| circuit_psi::short_value(&items_from_records(&[x])[0], 12))
+            .collect();
+        assert_eq!(values.len(), 1400);
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
     }

@@ -164,6 +164,11 @@ pub struct SecurityOpts {
     /// on λ anyway).
     #[arg(long)]
     pub allow_weak: bool,
+    /// The item length σ in bits of the circuit protocols (`circuit_gmw`, `circuit_yao`)
+    /// [default: derived from both set sizes and λ, PSZ14 App. A]; a smaller one needs
+    /// --allow-weak.
+    #[arg(long)]
+    pub sigma: Option<u32>,
 }
 
 /// Where the matched rows go (`receive`, `aided`).

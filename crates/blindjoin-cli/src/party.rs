@@ -525,6 +525,7 @@ impl SecurityOpts {
             kappa: self.kappa,
             lambda: self.lambda,
             allow_weak: self.allow_weak,
+            sigma: self.sigma,
             ..RunOptions::default()
         }
     }

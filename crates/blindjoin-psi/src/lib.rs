@@ -20,8 +20,8 @@ pub mod protocol;
 pub mod protocols;
 mod run;
 
-pub use protocol::{Party, Protocol, Security};
+pub use protocol::{Party, Protocol, ResultKind, Security};
 pub use run::{
-    BaseOt, DEFAULT_MEMORY_BUDGET, MAX_LAMBDA, MIN_LAMBDA, Phases, Progress, ReceiverOutput,
-    RunOptions, SenderOutput, check_security,
+    Aggregate, BaseOt, DEFAULT_MEMORY_BUDGET, MAX_LAMBDA, MIN_LAMBDA, Phases, Progress,
+    ReceiverOutput, RunOptions, SenderOutput, check_security,
 };

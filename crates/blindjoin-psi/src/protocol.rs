@@ -80,6 +80,60 @@ impl fmt::Display for Security {
     }
 }
 
+/// What a run computes for the receiver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResultKind {
+    /// The intersection, as the indices of the receiver's items (every protocol).
+    #[default]
+    Intersection,
+    /// Only the size of the intersection.
+    Cardinality,
+    /// Only the sum, over the intersection, of a value the sender holds for each of its items.
+    Sum,
+}
+
+impl ResultKind {
+    /// The name on the command line and in the handshake.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResultKind::Intersection => "intersection",
+            ResultKind::Cardinality => "cardinality",
+            ResultKind::Sum => "sum",
+        }
+    }
+}
+
+impl fmt::Display for ResultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ResultKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        [
+            ResultKind::Intersection,
+            ResultKind::Cardinality,
+            ResultKind::Sum,
+        ]
+        .into_iter()
+        .find(|r| r.name() == s)
+        .ok_or_else(|| Error::InvalidParam {
+            field: "result",
+            reason: format!(
+                "unknown result `{}`; known: intersection, cardinality, sum",
+                s.escape_debug()
+            ),
+        })
+    }
+}
+
+/// The results of a protocol that computes the intersection only.
+pub const ONLY_INTERSECTION: &[ResultKind] = &[ResultKind::Intersection];
+
 /// How many parties play a role.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -255,6 +309,8 @@ pub struct Protocol {
     pub flights: u32,
     /// The messages after the handshake, in the order they first appear.
     pub flow: &'static [Message],
+    /// The results the protocol can compute (the intersection first).
+    pub results: &'static [ResultKind],
     /// The bytes of every message of the flow for the given sizes (with the Chou-Orlandi
     /// base OT where the protocol runs base OTs), framing included; `Err` for sizes the
     /// protocol refuses. Tests compare it with the metered traffic of real runs.

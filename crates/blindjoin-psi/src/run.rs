@@ -1,6 +1,6 @@
 //! Options and outputs shared by all protocols, and the prologue every run starts with.
 
-use crate::protocol::Protocol;
+use crate::protocol::{Protocol, ResultKind};
 use blindjoin_core::channel::Channel;
 use blindjoin_core::handshake::{Role, Session, SessionConfig, handshake};
 use blindjoin_core::{Error, Result};
@@ -70,6 +70,18 @@ pub struct RunOptions {
     /// with probability at least 1 − (1/t)^(λ−1), the deterrence (KMRS14 §2.2: t = λ = 2 gives
     /// 1/2). Without it such parameters are refused.
     pub covert: bool,
+    /// What the receiver learns (default: the intersection). Both parties must choose the
+    /// same; a protocol refuses a result its descriptor does not list
+    /// ([`Protocol::results`]).
+    pub result: ResultKind,
+    /// The sender's value of each of its items (aligned with its items), for
+    /// [`ResultKind::Sum`]; ignored otherwise.
+    pub values: Option<Arc<[u64]>>,
+    /// The bit length σ to which the circuit protocols map items (PSZ14 App. A); `None`
+    /// (default) derives it from the set sizes and λ, so that no two of the n1 + n2 items
+    /// collide except with probability 2^-λ. A smaller σ (PSZ14's experiments use σ = 32)
+    /// raises that probability and is refused unless [`RunOptions::allow_weak`] is set.
+    pub sigma: Option<u32>,
 }
 
 /// A callback given the session right after the handshake.
@@ -209,6 +221,9 @@ impl Default for RunOptions {
             copies: crate::protocols::server_aided::kmrs_mal::DEFAULT_COPIES,
             dummies: crate::protocols::server_aided::kmrs_mal::DEFAULT_DUMMIES,
             covert: false,
+            result: ResultKind::Intersection,
+            values: None,
+            sigma: None,
         }
     }
 }
@@ -227,6 +242,8 @@ impl std::fmt::Debug for RunOptions {
             .field("copies", &self.copies)
             .field("dummies", &self.dummies)
             .field("covert", &self.covert)
+            .field("result", &self.result)
+            .field("sigma", &self.sigma)
             .finish_non_exhaustive()
     }
 }
@@ -291,11 +308,24 @@ impl Phases {
     }
 }
 
+/// The receiver's result when it is not the intersection itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Aggregate {
+    /// The size of the intersection ([`ResultKind::Cardinality`]).
+    Cardinality(u64),
+    /// The sum of the sender's values over the intersection ([`ResultKind::Sum`]).
+    Sum(u128),
+}
+
 /// What the receiver learns.
 #[derive(Clone, Debug)]
 pub struct ReceiverOutput {
-    /// Sorted indices of the receiver's items that are in the intersection.
+    /// Sorted indices of the receiver's items that are in the intersection (empty when the
+    /// run computed an aggregate instead).
     pub indices: Vec<usize>,
+    /// The cardinality or sum, when the run computed one instead of the intersection.
+    pub aggregate: Option<Aggregate>,
     /// The negotiated session.
     pub session: Session,
     /// Time per phase.
@@ -333,6 +363,18 @@ pub fn check_security(p: &Protocol, opts: &RunOptions) -> Result<()> {
             reason: format!(
                 "λ must be between 1 and {MAX_LAMBDA}, {} was asked",
                 opts.lambda
+            ),
+        });
+    }
+    if !p.results.contains(&opts.result) {
+        let offered: Vec<&str> = p.results.iter().map(|r| r.name()).collect();
+        return Err(Error::InvalidParam {
+            field: "result",
+            reason: format!(
+                "{} computes {} only, {} was asked",
+                p.name,
+                offered.join(", "),
+                opts.result
             ),
         });
     }
@@ -425,6 +467,17 @@ impl<'a> Run<'a> {
     pub fn receiver_output(self, indices: Vec<usize>) -> ReceiverOutput {
         ReceiverOutput {
             indices,
+            aggregate: None,
+            session: self.session,
+            phases: self.phases,
+        }
+    }
+
+    /// The receiver's output when the run computed `aggregate` instead of the intersection.
+    pub fn receiver_aggregate(self, aggregate: Aggregate) -> ReceiverOutput {
+        ReceiverOutput {
+            indices: Vec::new(),
+            aggregate: Some(aggregate),
             session: self.session,
             phases: self.phases,
         }

@@ -13,14 +13,16 @@
 //! protocol can stream its own messages while a second thread drains the peer's: neither party
 //! then blocks on a full socket buffer while the other computes. Transports are pluggable: TCP
 //! ([`tcp`]), TLS 1.3 with pinned peers ([`tls`]), in-memory ([`memory`]), and the wrappers
-//! [`metered`] (counts bytes by message) and [`transcript`] (hashes everything, for the run's
-//! final confirmation) over any of them. Network channels live under the run's time
+//! [`metered`] (counts bytes by message), [`transcript`] (hashes everything, for the run's
+//! final confirmation) and [`renamed`] (gives a sub-protocol's messages other names) over any of
+//! them. Network channels live under the run's time
 //! [`clock::Limits`], and a receive allocates only as the payload's bytes arrive, whatever the
 //! frame's header announced.
 
 pub mod clock;
 pub mod memory;
 pub mod metered;
+pub mod renamed;
 pub mod tcp;
 pub mod tls;
 pub mod transcript;

@@ -20,9 +20,12 @@
 //! Moving lanes ([`Backend::gather`], [`Backend::concat`]) is public wiring and costs nothing.
 
 pub mod count;
+pub mod gadgets;
 pub mod gmw;
 pub mod plain;
 pub mod scs;
+pub mod triples;
+pub mod waksman;
 pub mod yao;
 
 use blindjoin_core::Result;
@@ -71,5 +74,3 @@ pub trait Backend {
     /// The lanes of `parts[0]`, then those of `parts[1]`, … (public wiring, free).
     fn concat(&mut self, parts: &[&Self::Bits]) -> Self::Bits;
 }
-pub mod gadgets;
-pub mod waksman;

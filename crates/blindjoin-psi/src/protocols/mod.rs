@@ -26,6 +26,9 @@ registry! {
     rr17_de,
     rr17_ec,
     dkt10,
+    circuit_gmw,
+    circuit_gmw_scalar,
+    circuit_yao,
     ecdh,
     ecdh_nist,
     dh_ffc,
@@ -37,6 +40,7 @@ registry! {
     kmrs_size,
 }
 
+pub mod circuit_psi;
 pub mod server_aided;
 
 pub(crate) mod common;

@@ -134,6 +134,8 @@ pub fn is_base_ot(msg: &str) -> bool {
         base::MSG_RECEIVER_POINTS,
         base::endemic::MSG_ENDEMIC_SENDER_POINT,
         base::endemic::MSG_ENDEMIC_RECEIVER_PAIRS,
+        blindjoin_psi::circuit::triples::MSG_SENDER_POINT_REVERSE,
+        blindjoin_psi::circuit::triples::MSG_RECEIVER_POINTS_REVERSE,
     ]
     .contains(&msg)
 }

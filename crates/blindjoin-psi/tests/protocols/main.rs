@@ -4,6 +4,7 @@
 //! server-aided server's Redis store against a `redis-server` of its own.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod circuit_gmw;
 mod cm20;
 mod cm20_mal;
 mod common;

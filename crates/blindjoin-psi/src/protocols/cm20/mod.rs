@@ -185,6 +185,7 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::receiver(MSG_DELTA),
         Message::sender(MSG_TAGS),
     ],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic: |s| traffic(s, Model::SemiHonest),
     entry: two_party!(receiver::receive, sender::send),
 };

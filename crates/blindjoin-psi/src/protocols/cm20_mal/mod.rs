@@ -104,6 +104,7 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::receiver(cm20::MSG_DELTA),
         Message::sender(cm20::MSG_TAGS),
     ],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic: |s| cm20::traffic(s, Model::MaliciousSender),
     entry: two_party!(receive, send),
 };

@@ -93,6 +93,7 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::sender(MSG_SENDER_ELEMENTS),
         Message::sender(MSG_TAGS),
     ],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic,
     entry: two_party!(receive, send),
 };

@@ -230,6 +230,7 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::sender(MSG_SENDER_RESPONSE),
         Message::sender(MSG_TAGS),
     ],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic,
     entry: two_party!(receiver::receive, sender::send),
 };

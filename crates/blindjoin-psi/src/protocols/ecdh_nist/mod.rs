@@ -106,6 +106,7 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::sender(MSG_SENDER_POINTS),
         Message::sender(MSG_TAGS),
     ],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic,
     entry: two_party!(receive, send),
 };

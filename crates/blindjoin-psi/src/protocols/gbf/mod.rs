@@ -164,6 +164,7 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::receiver(iknp::MSG_U_COLUMNS),
         Message::sender(MSG_SHARES),
     ],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic,
     entry: two_party!(receiver::receive, sender::send),
 };

@@ -96,6 +96,7 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::receiver(kkrt::MSG_U_COLUMNS),
         Message::sender(MSG_TAGS),
     ],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic,
     entry: two_party!(receiver::receive, sender::send),
 };

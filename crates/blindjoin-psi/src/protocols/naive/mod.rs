@@ -67,6 +67,7 @@ pub static PROTOCOL: Protocol = Protocol {
     // hello ‖ hello; verdict ‖ verdict; the sender's hashes.
     flights: 3,
     flow: &[Message::sender(MSG_HASHES)],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic,
     entry: two_party!(receiver::receive, sender::send),
 };

@@ -173,6 +173,7 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::sender(MSG_BIN_MASKS),
         Message::sender(MSG_STASH_MASKS),
     ],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic,
     entry: two_party!(receiver::receive, sender::send),
 };

@@ -176,6 +176,7 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::sender(REVERSE.proof),
         Message::sender(MSG_MASKS),
     ],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic,
     entry: two_party!(receiver::receive, sender::send),
 };

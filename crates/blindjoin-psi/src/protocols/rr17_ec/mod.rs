@@ -138,6 +138,7 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::sender(MSG_COMMITMENTS),
         Message::sender(MSG_ENTRIES),
     ],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic,
     entry: two_party!(receiver::receive, sender::send),
 };

@@ -158,6 +158,7 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::receiver(MSG_PERMUTATION),
         Message::sender(MSG_TAGS),
     ],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic,
     entry: two_party!(receiver::receive, sender::send),
 };

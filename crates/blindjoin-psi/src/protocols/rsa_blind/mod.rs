@@ -145,6 +145,7 @@ pub static PROTOCOL: Protocol = Protocol {
         Message::sender(MSG_TAGS),
         Message::sender(MSG_SIGNATURES),
     ],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic,
     entry: two_party!(receiver::receive, sender::send),
 };

@@ -151,6 +151,7 @@ pub static PROTOCOL: Protocol = Protocol {
             from: Party::Server,
         },
     ],
+    results: crate::protocol::ONLY_INTERSECTION,
     traffic,
     entry: Entry::ServerAided { client },
 };
