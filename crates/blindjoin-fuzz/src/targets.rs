@@ -14,8 +14,8 @@ use blindjoin_ot::ext::kk13::Kk13Sender;
 use blindjoin_ot::ext::kkrt::KkrtSender;
 use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
 use blindjoin_psi::protocols::{
-    cm20, cm20_mal, dh_ffc, dkt10, ecdh, ecdh_nist, gbf, kkrt16, naive, psz14, rgbf, rr17_de,
-    rr17_ec, rr17a, rsa_blind,
+    circuit_gmw, circuit_gmw_scalar, circuit_yao, cm20, cm20_mal, dh_ffc, dkt10, ecdh, ecdh_nist,
+    gbf, kkrt16, naive, psz14, rgbf, rr17_de, rr17_ec, rr17a, rsa_blind,
 };
 use blindjoin_psi::{Protocol, RunOptions};
 use std::fmt::Display;
@@ -266,6 +266,21 @@ pub fn fuzz_gbf(data: &[u8]) -> Outcome {
 /// `rgbf` in either role (see [`fuzz_kkrt16`]).
 pub fn fuzz_rgbf(data: &[u8]) -> Outcome {
     fuzz_protocol(&rgbf::PROTOCOL, data)
+}
+
+/// `circuit_gmw` in either role (see [`fuzz_kkrt16`]).
+pub fn fuzz_circuit_gmw(data: &[u8]) -> Outcome {
+    fuzz_protocol(&circuit_gmw::PROTOCOL, data)
+}
+
+/// `circuit_gmw_scalar` in either role (see [`fuzz_kkrt16`]).
+pub fn fuzz_circuit_gmw_scalar(data: &[u8]) -> Outcome {
+    fuzz_protocol(&circuit_gmw_scalar::PROTOCOL, data)
+}
+
+/// `circuit_yao` in either role (see [`fuzz_kkrt16`]).
+pub fn fuzz_circuit_yao(data: &[u8]) -> Outcome {
+    fuzz_protocol(&circuit_yao::PROTOCOL, data)
 }
 
 /// `ecdh` in either role (see [`fuzz_kkrt16`]).
