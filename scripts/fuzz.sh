@@ -22,7 +22,7 @@ bin=$dir/release/blindjoin-fuzz-afl
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(hello verdict link finish kkrt16 cm20 psz14 gbf rgbf rr17_de rr17_ec dkt10 circuit_gmw circuit_gmw_scalar circuit_yao ecdh dh_ffc ecdh_nist rsa_blind naive
+  targets=(hello verdict link finish kkrt16 cm20 cm20_mal psz14 gbf rgbf rr17a rr17_de rr17_ec dkt10 circuit_gmw circuit_gmw_scalar circuit_yao ecdh dh_ffc ecdh_nist rsa_blind naive
     base_ot ot_ext csv lines aided_server aided_client aided_key)
 fi
 
