@@ -16,7 +16,7 @@
 //! **Gates.** XOR and NOT are free (local in GMW, free-XOR in Yao). AND gates come in two
 //! kinds: [`Backend::and`], independent scalar ANDs (a scalar multiplication triple each in
 //! GMW), and [`Backend::and_vector`], the σ ANDs of a multiplexer that share one input wire
-//! s ∧ v[j] (one vector multiplication triple, PSZ §3.2, in GMW; σ ordinary AND gates in Yao).
+//! s ∧ v\[j\] (one vector multiplication triple, PSZ §3.2, in GMW; σ ordinary AND gates in Yao).
 //! Moving lanes ([`Backend::gather`], [`Backend::concat`]) is public wiring and costs nothing.
 
 pub mod count;

@@ -8,7 +8,7 @@
 //! (App. A); Huang, Evans, Katz, *Private Set Intersection: Are Garbled Circuits Better than
 //! Custom Protocols?* (NDSS 2012), the sort-compare-shuffle circuit; Goldreich, Micali,
 //! Wigderson (STOC 1987). PSZ14 measures this as "Vector-MT GMW §3.2" in Tab. 5-7 and the same
-//! circuit with scalar triples only as "GMW [1]"; `circuit_gmw_scalar` is that row.
+//! circuit with scalar triples only as "GMW \[1\]"; `circuit_gmw_scalar` is that row.
 //!
 //! **Security model.** Semi-honest sender and receiver; the random OTs under the triples are
 //! IKNP/ALSZ extensions of Chou-Orlandi base OTs (CDH, random-oracle model, PSZ14 App. B). The

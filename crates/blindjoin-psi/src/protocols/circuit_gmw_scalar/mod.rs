@@ -1,5 +1,5 @@
 //! `circuit_gmw_scalar`: `circuit_gmw` with a scalar multiplication triple for every AND gate,
-//! the multiplexers' too: the plain GMW that PSZ14 measures as "GMW [1]" in Tab. 5-6, against
+//! the multiplexers' too: the plain GMW that PSZ14 measures as "GMW \[1\]" in Tab. 5-6, against
 //! which its vector multiplication triples (§3.2) save about 40 % of the time at 2^18.
 //!
 //! Everything else (paper, security model, flow, parameters, deviations) is `circuit_gmw`'s

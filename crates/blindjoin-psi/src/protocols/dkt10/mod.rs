@@ -67,7 +67,7 @@
 //!
 //! **Computation.** The receiver per item: one hash to the group, three fixed-base
 //! multiplications with its per-item exponents (g'·R_i, g''·R_i, and its commitment ĝ·D_i) on
-//! curve25519-dalek's precomputed radix-16 tables (constant time; RR17's [DKT10] ran Miracl's
+//! curve25519-dalek's precomputed radix-16 tables (constant time; RR17's \[DKT10\] ran Miracl's
 //! comb method), one on a table of Z (Z·R_i),
 //! and a share of two batched checks. The sender per item: two multiplications of the receiver's
 //! points M_i by one secret scalar each (k, and its commitment's d) and one of its own items'
