@@ -8,7 +8,7 @@ use crate::circuit::triples::{self, MAX_WIDTH};
 use crate::protocol::{Message, Protocol};
 use crate::protocols::circuit_psi::{self, Shape, ShortSet};
 use crate::run::Run;
-use crate::{Aggregate, ReceiverOutput, ResultKind, RunOptions, SenderOutput};
+use crate::{ReceiverOutput, ResultKind, RunOptions, SenderOutput};
 use blindjoin_core::channel::Channel;
 use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
@@ -149,13 +149,7 @@ pub(crate) fn receive<C: Channel + ?Sized>(
     let mut run = Run::start(ch, p, Role::Receiver, items.len(), opts, rng)?;
     let Prepared { set, shape, counts } = prepare(&run, ch, items, Role::Receiver, triples)?;
     run.lap("setup");
-    let sid = run.session.id;
-    let (mut bs, mut br) = (run.base_ot(), run.base_ot());
-    let base = BaseOts {
-        sender: &mut bs,
-        receiver: &mut br,
-    };
-    let mut g = Gmw::precompute(ch, GmwParty::P1, &sid, base, &counts, rng)?;
+    let mut g = precompute(&run, ch, GmwParty::P1, &counts, rng)?;
     run.lap("triples");
     let sender = g.input_peer(shape.n_s, shape.sender_planes())?;
     let switches = match shape.result {
@@ -174,16 +168,7 @@ pub(crate) fn receive<C: Channel + ?Sized>(
     let planes = g.reveal_own(&out)?;
     check_used(&g)?;
     run.lap("online");
-    let values = circuit_psi::values_of(&planes, shape.output_lanes());
-    Ok(match shape.result {
-        ResultKind::Intersection => run.receiver_output(set.indices_of(&values)),
-        ResultKind::Cardinality => run.receiver_aggregate(Aggregate::Cardinality(
-            values.first().copied().unwrap_or(0) as u64,
-        )),
-        ResultKind::Sum => {
-            run.receiver_aggregate(Aggregate::Sum(values.first().copied().unwrap_or(0)))
-        }
-    })
+    Ok(circuit_psi::receiver_output(run, &set, &shape, &planes))
 }
 
 /// The sender: GMW party 0.
@@ -206,13 +191,7 @@ pub(crate) fn send<C: Channel + ?Sized>(
         _ => None,
     };
     run.lap("setup");
-    let sid = run.session.id;
-    let (mut bs, mut br) = (run.base_ot(), run.base_ot());
-    let base = BaseOts {
-        sender: &mut bs,
-        receiver: &mut br,
-    };
-    let mut g = Gmw::precompute(ch, GmwParty::P0, &sid, base, &counts, rng)?;
+    let mut g = precompute(&run, ch, GmwParty::P0, &counts, rng)?;
     run.lap("triples");
     let mine = g.input_own(shape.n_s, &planes)?;
     let sw: Option<Shares> = match &switches {
@@ -227,6 +206,22 @@ pub(crate) fn send<C: Channel + ?Sized>(
     check_used(&g)?;
     run.lap("online");
     Ok(run.sender_output())
+}
+
+/// The triples of `counts` with the peer, over the run's base OT in both directions.
+fn precompute<'c, C: Channel + ?Sized>(
+    run: &Run<'_>,
+    ch: &'c mut C,
+    party: GmwParty,
+    counts: &TripleCounts,
+    rng: &mut impl CryptoRng,
+) -> Result<Gmw<'c, C>> {
+    let (mut bs, mut br) = (run.base_ot(), run.base_ot());
+    let base = BaseOts {
+        sender: &mut bs,
+        receiver: &mut br,
+    };
+    Gmw::precompute(ch, party, &run.session.id, base, counts, rng)
 }
 
 /// Every precomputed triple was used: the counting pass and the evaluation agree.

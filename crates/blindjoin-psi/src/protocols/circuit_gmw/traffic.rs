@@ -3,7 +3,6 @@
 //! adds up what [`crate::circuit::gmw`] sends for each call.
 
 use super::flow::{COMPARATOR, Triples, triple_counts};
-use crate::ResultKind;
 use crate::circuit::Backend;
 use crate::circuit::gmw::{self, FRAME_BYTES};
 use crate::circuit::triples::{self, BATCH};
@@ -95,13 +94,7 @@ fn batched_u_columns(n: u64) -> u64 {
 /// The bytes of every message of a run at `s` (intersection, σ derived from the sizes and λ,
 /// sets without σ-bit collisions).
 pub(crate) fn traffic(s: &Sizes, triples: Triples) -> Result<Traffic> {
-    let sigma = circuit_psi::run_sigma(None, false, s.lambda, s.n_recv, s.n_send)?;
-    let shape = Shape {
-        result: ResultKind::Intersection,
-        sigma: sigma as usize,
-        n_s: circuit_psi::lanes(s.n_send)?,
-        n_r: circuit_psi::lanes(s.n_recv)?,
-    };
+    let shape = Shape::of_sizes(s)?;
     let counts = triple_counts(&shape, triples)?;
     let mut b = Openings {
         vectorised: counts.vectorised,

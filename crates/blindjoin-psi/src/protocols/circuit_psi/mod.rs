@@ -20,7 +20,6 @@
 //! values distinct); the receiver keeps which of its items have each value and reports all of
 //! them when the value is matched.
 
-use crate::ResultKind;
 use crate::circuit::count::Count;
 use crate::circuit::gadgets::Comparator;
 use crate::circuit::scs::{scs_cardinality, scs_intersection, scs_sum, shuffle_lanes};
@@ -28,6 +27,8 @@ use crate::circuit::waksman::{waksman_switch_count, waksman_switches};
 use crate::circuit::{Backend, Word};
 use crate::protocol::Reference;
 use crate::protocols::common::set_size;
+use crate::run::Run;
+use crate::{Aggregate, ReceiverOutput, ResultKind};
 use blindjoin_core::channel::{Channel, recv_msg, send_msg};
 use blindjoin_core::handshake::Role;
 use blindjoin_core::item::Item;
@@ -85,11 +86,6 @@ pub(crate) fn exchange_setup<C: Channel + ?Sized>(
         Role::Receiver => (mine, theirs),
         Role::Sender => (theirs, mine),
     })
-}
-
-/// A set size from the formula's sizes as a number of lanes.
-pub(crate) fn lanes(n: u64) -> Result<usize> {
-    set_size(n)
 }
 
 /// An upper bound on the bytes of the GMW triples of `shape`'s circuit: about (L/2)·log2 L
@@ -257,6 +253,18 @@ impl Shape {
         }
     }
 
+    /// The shape a traffic formula assumes for `s`: the intersection, σ derived from the
+    /// sizes and λ, every item's value distinct.
+    pub(crate) fn of_sizes(s: &crate::protocol::Sizes) -> Result<Shape> {
+        let sigma = run_sigma(None, false, s.lambda, s.n_recv, s.n_send)?;
+        Ok(Shape {
+            result: ResultKind::Intersection,
+            sigma: sigma as usize,
+            n_s: set_size(s.n_send)?,
+            n_r: set_size(s.n_recv)?,
+        })
+    }
+
     /// The output's lanes.
     pub fn output_lanes(&self) -> usize {
         match self.result {
@@ -308,6 +316,23 @@ pub fn count(shape: &Shape, cmp: Comparator) -> Result<Count> {
     let switches = shape.switches();
     evaluate(&mut c, shape, cmp, &sender, &receiver, Some(&switches))?;
     Ok(c)
+}
+
+/// The receiver's output from the revealed output planes: the items whose values came out
+/// (intersection), or the one output value (cardinality, sum).
+pub(crate) fn receiver_output(
+    run: Run<'_>,
+    set: &ShortSet,
+    shape: &Shape,
+    planes: &[Vec<u64>],
+) -> ReceiverOutput {
+    let values = values_of(planes, shape.output_lanes());
+    let first = values.first().copied().unwrap_or(0);
+    match shape.result {
+        ResultKind::Intersection => run.receiver_output(set.indices_of(&values)),
+        ResultKind::Cardinality => run.receiver_aggregate(Aggregate::Cardinality(first as u64)),
+        ResultKind::Sum => run.receiver_aggregate(Aggregate::Sum(first)),
+    }
 }
 
 /// Bit b of every value, packed 64 lanes per word (lane i at bit i%64 of word i/64), for the

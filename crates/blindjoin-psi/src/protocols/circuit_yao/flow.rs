@@ -6,7 +6,7 @@ use crate::circuit::yao::{self, Evaluator, Garbler, Labels};
 use crate::protocol::Message;
 use crate::protocols::circuit_psi::{self, Shape, ShortSet};
 use crate::run::Run;
-use crate::{Aggregate, ReceiverOutput, ResultKind, RunOptions, SenderOutput};
+use crate::{ReceiverOutput, ResultKind, RunOptions, SenderOutput};
 use blindjoin_core::Result;
 use blindjoin_core::channel::Channel;
 use blindjoin_core::handshake::Role;
@@ -103,16 +103,7 @@ pub(crate) fn receive<C: Channel + ?Sized>(
     e.finish()?;
     run.lap("circuit");
     let planes: Vec<Vec<u64>> = bits.iter().map(|p| circuit_psi::pack(p)).collect();
-    let values = circuit_psi::values_of(&planes, shape.output_lanes());
-    Ok(match shape.result {
-        ResultKind::Intersection => run.receiver_output(set.indices_of(&values)),
-        ResultKind::Cardinality => run.receiver_aggregate(Aggregate::Cardinality(
-            values.first().copied().unwrap_or(0) as u64,
-        )),
-        ResultKind::Sum => {
-            run.receiver_aggregate(Aggregate::Sum(values.first().copied().unwrap_or(0)))
-        }
-    })
+    Ok(circuit_psi::receiver_output(run, &set, &shape, &planes))
 }
 
 /// The sender: the garbler.

@@ -1,7 +1,6 @@
 //! The bytes of a `circuit_yao` run, message by message, from the circuit's gate count.
 
 use super::flow::COMPARATOR;
-use crate::ResultKind;
 use crate::circuit::count::Count;
 use crate::circuit::yao::{
     self, BITS_BYTES_PER_FRAME, LABELS_PER_FRAME, TABLE_BYTES_PER_AND, TABLE_FRAME_LEN,
@@ -28,13 +27,7 @@ fn tables(gates: u64) -> u64 {
 /// The bytes of every message of a run at `s` (intersection, σ derived from the sizes and λ,
 /// sets without σ-bit collisions).
 pub(crate) fn traffic(s: &Sizes) -> Result<Traffic> {
-    let sigma = circuit_psi::run_sigma(None, false, s.lambda, s.n_recv, s.n_send)?;
-    let shape = Shape {
-        result: ResultKind::Intersection,
-        sigma: sigma as usize,
-        n_s: circuit_psi::lanes(s.n_send)?,
-        n_r: circuit_psi::lanes(s.n_recv)?,
-    };
+    let shape = Shape::of_sizes(s)?;
     let mut count = Count::new();
     let sender = vec![shape.n_s; shape.sender_planes()];
     let receiver = vec![shape.n_r; shape.sigma];
