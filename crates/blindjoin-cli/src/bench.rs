@@ -5,7 +5,9 @@
 //! ephemeral loopback port, sender connecting), each generating its set deterministically from
 //! the seed. A party measures its own wall time (handshake to result) and CPU time (user +
 //! system of its process over the same span, so set generation is excluded). The receiver's
-//! result is checked against the exact expected indices. Reported figures are medians over the
+//! result is checked against the exact expected indices (or, with `--result`, the exact
+//! cardinality, or the exact sum of the sender's values [`bench_value`]). Reported figures are
+//! medians over the
 //! repetitions. With `--transport tcp,tls` the same repetitions run over plain TCP and over
 //! TLS 1.3 with pinned certificates (the TLS handshake happens before the clocks start), in
 //! alternation, so the TLS overhead is a ratio measured under one machine load.
@@ -21,7 +23,7 @@ use blindjoin_core::channel::tls::{self, Fingerprint, Identity, PeerCheck, TlsCo
 use blindjoin_core::item::items_from_records;
 use blindjoin_core::transport::{self, Link, LinkConfig};
 use blindjoin_psi::protocols::circuit_psi;
-use blindjoin_psi::{Protocol, RunOptions};
+use blindjoin_psi::{Aggregate, Protocol, ResultKind, RunOptions};
 use clap::Args;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -71,6 +73,11 @@ pub struct BenchArgs {
     /// the expected result.
     #[arg(long)]
     sigma: Option<u32>,
+    /// What the receiver learns: `intersection`, `cardinality` or `sum` (of a value per
+    /// sender record, 0..1000); the last two need a circuit protocol. Results go to
+    /// `<protocol>-<result>-<threads>t` then.
+    #[arg(long, value_name = "RESULT", default_value = "intersection", value_parser = crate::cli::parse_result)]
+    result: ResultKind,
     /// Seconds each party of a repetition may run and wait for its peer (`rsa_blind` at
     /// κ = 256 needs more than the default: its key generation and 15360-bit signatures take
     /// minutes).
@@ -187,6 +194,8 @@ pub struct PartyArgs {
     kappa: u32,
     #[arg(long)]
     sigma: Option<u32>,
+    #[arg(long, default_value = "intersection", value_parser = crate::cli::parse_result)]
+    result: ResultKind,
 }
 
 /// What one party process reports.
@@ -197,6 +206,8 @@ struct PartyResult {
     traffic: Traffic,
     phases: Vec<(String, f64)>,
     intersection: Option<Vec<usize>>,
+    /// The receiver's cardinality or sum, with `--result`.
+    aggregate: Option<u128>,
     peak_rss_bytes: u64,
     threads: usize,
 }
@@ -205,6 +216,7 @@ struct PartyResult {
 #[derive(Debug, Serialize)]
 struct Row {
     protocol: &'static str,
+    result: ResultKind,
     transport: Transport,
     n_recv: usize,
     n_send: usize,
@@ -270,6 +282,35 @@ fn bench_sets(
     (recv, send)
 }
 
+/// The sender's value of a benchmark record in a sum run: a whole number in 0..1000 fixed by
+/// the record (FNV-1a).
+pub fn bench_value(record: &[u8]) -> u64 {
+    let h = record.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    h % 1000
+}
+
+/// The receiver's expected result: the indices of the intersection, or its cardinality or
+/// the sum of the sender's [`bench_value`]s over it.
+fn expected_result(recv: &[Vec<u8>], send: &[Vec<u8>], result: ResultKind) -> ExpectedResult {
+    let idx = expected_indices(recv, send);
+    match result {
+        ResultKind::Intersection => ExpectedResult::Indices(idx),
+        ResultKind::Cardinality => ExpectedResult::Aggregate(idx.len() as u128),
+        ResultKind::Sum => {
+            ExpectedResult::Aggregate(idx.iter().map(|&i| u128::from(bench_value(&recv[i]))).sum())
+        }
+    }
+}
+
+/// What the receiver of a repetition must report.
+#[derive(Debug, PartialEq, Eq)]
+enum ExpectedResult {
+    Indices(Vec<usize>),
+    Aggregate(u128),
+}
+
 fn expected_indices(recv: &[Vec<u8>], send: &[Vec<u8>]) -> Vec<usize> {
     let s: HashSet<&[u8]> = send.iter().map(Vec::as_slice).collect();
     recv.iter()
@@ -290,6 +331,9 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
         memory_budget: None,
         sigma: a.sigma,
         allow_weak: a.sigma.is_some(),
+        result: a.result,
+        values: (a.result == ResultKind::Sum && a.role != "receiver")
+            .then(|| send.iter().map(|r| bench_value(r)).collect()),
         ..RunOptions::default()
     };
     let mut rng = rand::rng();
@@ -308,12 +352,17 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
     let ch = open_party_link(&link, is_receiver, a.connect.as_deref())?;
     let (cpu0, t0) = (process_cpu_seconds(), Instant::now());
     let mut ch = Metered::new(ch);
-    let (phases, intersection) = if is_receiver {
+    let (phases, intersection, aggregate) = if is_receiver {
         let out = a.protocol.receive(&mut ch, &items, &opts, &mut rng)?;
-        (out.phases, Some(out.indices))
+        let aggregate = out.aggregate.map(|g| match g {
+            Aggregate::Cardinality(c) => u128::from(c),
+            Aggregate::Sum(s) => s,
+        });
+        (out.phases, Some(out.indices), aggregate)
     } else {
         (
             a.protocol.send(&mut ch, &items, &opts, &mut rng)?.phases,
+            None,
             None,
         )
     };
@@ -329,6 +378,7 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
             .map(|(n, s)| ((*n).to_owned(), *s))
             .collect(),
         intersection,
+        aggregate,
         peak_rss_bytes: peak_rss_bytes(),
         threads: rayon::current_num_threads(),
     };
@@ -457,6 +507,7 @@ fn one_rep(
     if let Some(sigma) = a.sigma {
         args.extend(["--sigma".to_owned(), sigma.to_string()]);
     }
+    args.extend(["--result".to_owned(), a.result.to_string()]);
     if let Some(t) = tls {
         args.extend(t.args());
     }
@@ -488,6 +539,14 @@ fn plaintext_join_seconds(recv: &[Vec<u8>], send: &[Vec<u8>], reps: usize) -> f6
 pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
     let threads = threads.unwrap_or(1);
     crate::cli::check_two_party(a.protocol)?;
+    blindjoin_psi::check_security(
+        a.protocol,
+        &RunOptions {
+            kappa: a.kappa,
+            result: a.result,
+            ..RunOptions::default()
+        },
+    )?;
     if a.reps == 0 || threads == 0 {
         return Err(CliError::Usage(
             "--reps and --threads must be at least 1".into(),
@@ -514,18 +573,26 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
     for (&n_recv, &n_send) in a.sizes.iter().zip(&senders) {
         let overlap = ((n_recv.min(n_send) as f64) * a.overlap) as usize;
         let (recv, send) = bench_sets(n_recv, n_send, overlap, a.seed, a.sigma);
-        let expected = expected_indices(&recv, &send);
+        let expected = expected_result(&recv, &send, a.result);
         let mut by_transport: Vec<Vec<(PartyResult, PartyResult)>> =
             a.transport.iter().map(|_| Vec::new()).collect();
         for rep in 0..a.reps {
             for (t, reps) in a.transport.iter().zip(by_transport.iter_mut()) {
                 let tls = (*t == Transport::Tls).then_some(()).and(tls.as_ref());
                 let (r, s) = one_rep(a, n_recv, n_send, overlap, threads, tls)?;
-                if r.intersection.as_ref() != Some(&expected) {
+                let got = match (r.aggregate, r.intersection.clone()) {
+                    (Some(g), _) => Some(ExpectedResult::Aggregate(g)),
+                    (None, Some(idx)) => Some(ExpectedResult::Indices(idx)),
+                    (None, None) => None,
+                };
+                if got.as_ref() != Some(&expected) {
+                    let want = match &expected {
+                        ExpectedResult::Indices(i) => format!("the expected {} indices", i.len()),
+                        ExpectedResult::Aggregate(g) => format!("the expected {} {g}", a.result),
+                    };
                     return Err(CliError::Verification(format!(
-                        "{} at {n_recv}x{n_send} over {t:?}, repetition {rep}: the receiver's intersection differs from the expected {} indices",
-                        a.protocol,
-                        expected.len()
+                        "{} at {n_recv}x{n_send} over {t:?}, repetition {rep}: the receiver's {} differs from {want}",
+                        a.protocol, a.result
                     )));
                 }
                 reps.push((r, s));
@@ -554,6 +621,7 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
             );
             let row = Row {
                 protocol: a.protocol.name,
+                result: a.result,
                 transport,
                 n_recv,
                 n_send,
@@ -583,12 +651,11 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
         md.push_str(&table_row(r));
         md.push('\n');
     }
-    write_results(
-        &a.out,
-        &format!("{}-{threads}t", a.protocol.name),
-        &rows,
-        &md,
-    )
+    let name = match a.result {
+        ResultKind::Intersection => format!("{}-{threads}t", a.protocol.name),
+        r => format!("{}-{r}-{threads}t", a.protocol.name),
+    };
+    write_results(&a.out, &name, &rows, &md)
 }
 
 fn format_phases(phases: &[(String, f64)]) -> String {
@@ -622,10 +689,13 @@ pub(crate) fn write_results(
 const TABLE_HEAD: &str = "| protocol | n1 (recv) | n2 (send) | threads | wall (s) | CPU recv (s) | CPU send (s) | CPU sum (s) | recv→send (B) | send→recv (B) | B/item | rounds | plaintext join (s) | wall / plaintext |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |";
 
 fn table_row(r: &Row) -> String {
-    let name = match r.transport {
+    let mut name = match r.transport {
         Transport::Tcp => r.protocol.to_owned(),
         Transport::Tls => format!("{} (TLS)", r.protocol),
     };
+    if r.result != ResultKind::Intersection {
+        name.push_str(&format!(" ({})", r.result));
+    }
     format!(
         "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {} | {:.1} | {} | {:.4} | {:.1} |",
         name,

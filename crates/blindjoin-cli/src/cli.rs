@@ -6,7 +6,7 @@ use crate::link::NetOpts;
 use crate::normalize::Normalize;
 use crate::output::{OutputColumns, OutputSpec};
 use crate::{aided, bench, bench_aided, bench_ot, demo, keygen, party, serve, synth};
-use blindjoin_psi::{Protocol, protocols};
+use blindjoin_psi::{Protocol, ResultKind, protocols};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -232,6 +232,20 @@ pub struct PartyOpts {
     /// Write a JSON run report to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// What the receiver learns: the matched rows (`intersection`), only their number of
+    /// distinct keys (`cardinality`), or only the sum of the sender's --value-column over them
+    /// (`sum`). Both parties must choose the same; `cardinality` and `sum` need a circuit
+    /// protocol (circuit_gmw, circuit_gmw_scalar, circuit_yao).
+    #[arg(long, value_name = "RESULT", default_value = "intersection", value_parser = parse_result)]
+    pub result: ResultKind,
+}
+
+/// Parses `--result`.
+pub fn parse_result(s: &str) -> Result<ResultKind, String> {
+    s.parse().map_err(|e: blindjoin_core::Error| match e {
+        blindjoin_core::Error::InvalidParam { reason, .. } => reason,
+        other => other.to_string(),
+    })
 }
 
 #[derive(Debug, Args)]
@@ -246,6 +260,10 @@ struct ReceiveArgs {
 struct SendArgs {
     #[command(flatten)]
     party: PartyOpts,
+    /// With --result sum: the column of whole numbers (0 to 2^32 − 1) whose sum over the
+    /// matched keys the receiver learns; rows sharing a key add their values.
+    #[arg(long, value_name = "COLUMN")]
+    value_column: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -282,6 +300,10 @@ struct DemoArgs {
     /// Computational security level κ in bits (the protocol must offer it).
     #[arg(long, default_value_t = 128)]
     kappa: u32,
+    /// What the receiver learns: `intersection`, `cardinality` or `sum` (of the sender's
+    /// `spend` column); the last two need a circuit protocol.
+    #[arg(long, value_name = "RESULT", default_value = "intersection", value_parser = parse_result)]
+    result: ResultKind,
     /// Keep the generated files and the output in this directory.
     #[arg(long, value_name = "DIR")]
     keep: Option<PathBuf>,
@@ -394,23 +416,52 @@ fn dispatch(command: Command, threads: Option<usize>) -> CliResult<()> {
                 size: a.size,
                 protocol: a.protocol,
                 kappa: a.kappa,
+                result: a.result,
                 keep: a.keep,
                 json: a.json,
             })
         }
         Command::Receive(a) => {
             check_insecure(a.party.protocol, a.party.insecure)?;
+            if a.party.result != ResultKind::Intersection && a.output.output.is_some() {
+                return Err(CliError::Usage(format!(
+                    "--output writes matched rows, and with --result {} the receiver learns \
+                     only a number (printed, and in --json)",
+                    a.party.result
+                )));
+            }
             party::run_cli(
                 &a.party,
                 party::CliRole::Receiver {
                     output: a.output.output.clone(),
                 },
                 a.output.spec(),
+                None,
             )
         }
         Command::Send(a) => {
             check_insecure(a.party.protocol, a.party.insecure)?;
-            party::run_cli(&a.party, party::CliRole::Sender, OutputSpec::default())
+            match (a.party.result, &a.value_column) {
+                (ResultKind::Sum, None) => {
+                    return Err(CliError::Usage(
+                        "--result sum adds up a column of the sender's: name it with \
+                         --value-column"
+                            .into(),
+                    ));
+                }
+                (r, Some(_)) if r != ResultKind::Sum => {
+                    return Err(CliError::Usage(format!(
+                        "--value-column is used by --result sum only, not --result {r}"
+                    )));
+                }
+                _ => {}
+            }
+            party::run_cli(
+                &a.party,
+                party::CliRole::Sender,
+                OutputSpec::default(),
+                a.value_column.as_deref(),
+            )
         }
         Command::Gen(a) => {
             let other = a.other_size.unwrap_or(a.size);

@@ -1,5 +1,6 @@
 //! `blindjoin demo`: both parties in one process over loopback, on generated files, with the
-//! result checked against the generator's ground truth. The parties talk TLS 1.3, each pinning
+//! result checked against the generator's ground truth: the matched rows, or with `--result` the
+//! intersection's cardinality or the sum of the sender's `spend` column over it. The parties talk TLS 1.3, each pinning
 //! the other's freshly generated certificate, exactly as two organisations would.
 
 use crate::error::{CliError, CliResult};
@@ -12,7 +13,7 @@ use crate::report::{RunReport, human_bytes, process_cpu_seconds};
 use crate::synth::{GenSpec, generate, write_csv};
 use blindjoin_core::channel::clock::Limits;
 use blindjoin_core::transport::LinkConfig;
-use blindjoin_psi::{Protocol, RunOptions};
+use blindjoin_psi::{Aggregate, Protocol, ResultKind, RunOptions};
 use std::collections::HashSet;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -27,6 +28,8 @@ pub struct DemoSpec {
     pub protocol: &'static Protocol,
     /// κ in bits.
     pub kappa: u32,
+    /// What the receiver learns.
+    pub result: ResultKind,
     /// Keep the files here instead of a temporary directory.
     pub keep: Option<PathBuf>,
     /// Write both reports here.
@@ -84,8 +87,11 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
         let opts = RunOptions {
             progress: Some(bars.party(label)),
             kappa: spec.kappa,
+            result: spec.result,
             ..RunOptions::default()
         };
+        let value_column =
+            (spec.result == ResultKind::Sum && matches!(role, CliRole::Sender)).then_some("spend");
         move || {
             let receiver = matches!(role, CliRole::Receiver { .. });
             run_file_party(FileParty {
@@ -107,16 +113,16 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
                 input: &input,
                 format: None,
                 columns: &["email".to_owned()],
+                value_column,
                 output: OutputSpec::default(),
                 read_progress: None,
                 write_progress: None,
             })
         }
     };
+    let rows_out = (spec.result == ResultKind::Intersection).then(|| out_path.clone());
     let recv = party(
-        CliRole::Receiver {
-            output: Some(out_path.clone()),
-        },
+        CliRole::Receiver { output: rows_out },
         Endpoint::Listener(listener),
         link_r,
         a_path.clone(),
@@ -154,6 +160,37 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
     let rr = r?.report;
     let sr = s?.report;
 
+    let shared = |p: &crate::synth::Person| {
+        p.canonical_email
+            .as_ref()
+            .is_some_and(|e| g.shared_emails.contains(e))
+    };
+    if spec.result != ResultKind::Intersection {
+        // Ground truth: the shared emails, and the sender's spend over its rows carrying one.
+        let expected = match spec.result {
+            ResultKind::Sum => Aggregate::Sum(
+                g.b.iter()
+                    .filter(|p| shared(p))
+                    .map(|p| u128::from(p.spend()))
+                    .sum(),
+            ),
+            _ => Aggregate::Cardinality(g.shared_emails.len() as u64),
+        };
+        if rr.aggregate != Some(expected) {
+            return Err(CliError::Verification(format!(
+                "the receiver learned {:?}, the generator's truth is {expected:?}",
+                rr.aggregate
+            )));
+        }
+        print_summary(spec, &rr, &sr, wall, cpu, &dir, 0);
+        if let Some(path) = &spec.json {
+            write_json(
+                path,
+                &serde_json::json!({ "receiver": rr, "sender": sr, "wall_seconds": wall, "cpu_seconds": cpu }),
+            )?;
+        }
+        return Ok(());
+    }
     // Ground truth: the receiver's rows whose canonical email the generator put in both files.
     let expected: Vec<String> =
         g.a.iter()
@@ -210,6 +247,17 @@ fn print_summary(
                 i.rows, i.distinct_keys, i.empty_keys, i.duplicate_rows
             );
         }
+    }
+    match r.aggregate {
+        Some(Aggregate::Cardinality(c)) => println!(
+            "  result:   {c} emails in common (the cardinality only: no rows are revealed) — \
+             verified against the generator's ground truth"
+        ),
+        Some(Aggregate::Sum(sum)) => println!(
+            "  result:   the sender's spend over the emails in common sums to {sum} (the sum \
+             only: no rows are revealed) — verified against the generator's ground truth"
+        ),
+        None => {}
     }
     if let Some(i) = &r.intersection {
         println!(

@@ -20,3 +20,4 @@ pub mod progress;
 pub mod report;
 pub mod serve;
 pub mod synth;
+pub mod values;

@@ -23,7 +23,7 @@ use blindjoin_core::channel::transcript::Transcript;
 use blindjoin_core::finish;
 use blindjoin_core::item::{Item, items_from_records};
 use blindjoin_core::transport::LinkConfig;
-use blindjoin_psi::{Protocol, RunOptions};
+use blindjoin_psi::{Aggregate, Protocol, RunOptions};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -72,6 +72,9 @@ pub struct KeysRead {
     pub path: String,
     /// Seconds spent reading, normalising and hashing (phases, in order).
     pub phases: Vec<Phase>,
+    /// The sender's value per item of `keyed` (in its order) in a sum run
+    /// ([`RunOptions::values`]); `None` otherwise.
+    pub values: Option<Vec<u64>>,
 }
 
 /// A party's result: its report and, for the receiver, the matched rows (ascending).
@@ -94,6 +97,8 @@ pub struct FileParty<'a> {
     pub format: Option<Format>,
     /// Key columns (empty: one key per line, or the only column of a Parquet file).
     pub columns: &'a [String],
+    /// The sender's value column in a sum run ([`crate::values`]).
+    pub value_column: Option<&'a str>,
     /// How the matched rows are written.
     pub output: OutputSpec,
     /// Told the bytes read so far.
@@ -152,7 +157,7 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
                     f(b);
                 }
             })?;
-            let phases = vec![Phase {
+            let mut phases = vec![Phase {
                 name: "read input".to_owned(),
                 seconds: t.elapsed().as_secs_f64(),
             }];
@@ -161,11 +166,24 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
                 source: rows,
                 ..
             } = input;
+            let values = match p.value_column {
+                Some(column) => {
+                    let t = Instant::now();
+                    let v = crate::values::read_values(&rows, &keyed, column)?;
+                    phases.push(Phase {
+                        name: "read values".to_owned(),
+                        seconds: t.elapsed().as_secs_f64(),
+                    });
+                    Some(v)
+                }
+                None => None,
+            };
             let _ = source.set(rows);
             Ok(KeysRead {
                 keyed,
                 path: p.input.display().to_string(),
                 phases,
+                values,
             })
         },
         |rows| match (&out_path, source.get()) {
@@ -262,6 +280,9 @@ pub fn run_party(
     });
 
     let mut opts = p.opts.clone();
+    if let Some(values) = keys.values {
+        opts.values = Some(values.into());
+    }
     opts.key_params = p.normalizer.handshake_params();
     if p.key_fields > 1 {
         opts.key_params
@@ -272,12 +293,16 @@ pub fn run_party(
         .unwrap_or_else(|| default_max_peer_size(items.len()));
     let mut ch = Transcript::new(Metered::new(link));
     let mut rng = rand::rng();
-    let (session, proto_phases, indices) = if p.receiver {
+    let (session, proto_phases, indices, aggregate) = if p.receiver {
         let out = p.protocol.receive(&mut ch, items, &opts, &mut rng)?;
-        (out.session, out.phases, Some(out.indices))
+        match out.aggregate {
+            // Only a number was learned: no rows to find or write.
+            Some(a) => (out.session, out.phases, Some(Vec::new()), Some(a)),
+            None => (out.session, out.phases, Some(out.indices), None),
+        }
     } else {
         let out = p.protocol.send(&mut ch, items, &opts, &mut rng)?;
-        (out.session, out.phases, None)
+        (out.session, out.phases, None, None)
     };
     for (name, secs) in proto_phases.0 {
         phases.push(Phase {
@@ -288,6 +313,11 @@ pub fn run_party(
     let t = Instant::now();
 
     let (intersection, rows) = match &indices {
+        Some(_) if aggregate.is_some() => {
+            finish::receiver_confirm(&mut ch, None)?;
+            finish::receiver_final(&mut ch, None)?;
+            (None, None)
+        }
         Some(idx) => {
             let rows = keys.keyed.rows_of_items(idx);
             let prepared = match output(&rows) {
@@ -344,6 +374,7 @@ pub fn run_party(
         own_set_size: items.len() as u64,
         peer_set_size: session.peer_size(),
         intersection,
+        aggregate,
         traffic,
         phases,
         wall_seconds: start.elapsed().as_secs_f64(),
@@ -377,12 +408,18 @@ pub fn run_options(o: &PartyOpts) -> RunOptions {
     RunOptions {
         expected_peer_set_size: o.expect_peer_size,
         memory_budget: o.memory.0,
+        result: o.result,
         ..o.security.run_options()
     }
 }
 
-/// `blindjoin send` and `blindjoin receive`.
-pub fn run_cli(o: &PartyOpts, role: CliRole, output: OutputSpec) -> CliResult<()> {
+/// `blindjoin send` and `blindjoin receive`; `value_column` is the sender's in a sum run.
+pub fn run_cli(
+    o: &PartyOpts,
+    role: CliRole,
+    output: OutputSpec,
+    value_column: Option<&str>,
+) -> CliResult<()> {
     let endpoint = o.net.endpoint()?;
     let normalizer = o.keys.normalizer()?;
     if let Some(json) = &o.json {
@@ -434,6 +471,7 @@ pub fn run_cli(o: &PartyOpts, role: CliRole, output: OutputSpec) -> CliResult<()
         input: &o.keys.input,
         format: o.keys.format,
         columns: &o.keys.column,
+        value_column,
         output,
         read_progress: Some(bars.reading(
             label,
@@ -459,8 +497,17 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> CliResult<()> {
 
 /// One line a person reads at the end of `send` or `receive`.
 pub fn summary_line(r: &RunReport) -> String {
-    let what = match &r.intersection {
-        Some(i) => format!(
+    let what = match (&r.intersection, &r.aggregate) {
+        (_, Some(Aggregate::Cardinality(c))) => format!(
+            "{c} of {} distinct keys matched (the cardinality only)",
+            r.own_set_size
+        ),
+        (_, Some(Aggregate::Sum(s))) => format!(
+            "the sender's values over the matched keys sum to {s} (the sum only; {} distinct \
+             keys of ours)",
+            r.own_set_size
+        ),
+        (Some(i), None) => format!(
             "{} of {} distinct keys matched ({} rows{})",
             i.distinct_keys,
             r.own_set_size,
@@ -470,7 +517,7 @@ pub fn summary_line(r: &RunReport) -> String {
                 .map(|o| format!(" written to {o}"))
                 .unwrap_or_default()
         ),
-        None => format!(
+        (None, None) => format!(
             "sent {} distinct keys; the receiver had {}",
             r.own_set_size, r.peer_set_size
         ),

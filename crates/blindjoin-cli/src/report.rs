@@ -24,8 +24,11 @@ pub struct RunReport {
     pub own_set_size: u64,
     /// Distinct keys the peer announced.
     pub peer_set_size: u64,
-    /// What the receiver learned.
+    /// What the receiver learned, when it learned the intersection.
     pub intersection: Option<IntersectionStats>,
+    /// What the receiver learned instead, when the run computed the intersection's cardinality
+    /// or the sum of the sender's values over it (`--result`).
+    pub aggregate: Option<blindjoin_psi::Aggregate>,
     /// Traffic of this party, in bytes (framing included).
     pub traffic: Traffic,
     /// Seconds per phase, in order.

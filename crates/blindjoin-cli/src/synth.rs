@@ -1,5 +1,5 @@
-//! Synthetic identifier files for demos and tests: two CSV files of people (`id,name,email,phone`)
-//! with a known overlap.
+//! Synthetic identifier files for demos and tests: two CSV files of people
+//! (`id,name,email,phone,spend`) with a known overlap.
 //!
 //! Each file holds its number of distinct people, exactly `overlap` of whom are in both files.
 //! Every person has a globally unique e-mail address (the local part ends in a unique number) and
@@ -8,7 +8,9 @@
 //! surrounding blanks, phone numbers in varied international formats, about 2% duplicate rows
 //! (a person repeated with different formatting) and about 0.5% rows without an e-mail address.
 //! Normalising with `--normalize email` or `--normalize phone` (no country code needed: every
-//! number carries its country code in some form) recovers the canonical values.
+//! number carries its country code in some form) recovers the canonical values. Every row also
+//! has a `spend` in 0..1000, a function of its id ([`Person::spend`]), for sum runs
+//! (`--result sum --value-column spend`).
 //!
 //! The output is a deterministic function of the [`GenSpec`] (ChaCha20 seeded with the seed).
 
@@ -61,6 +63,16 @@ pub struct Person {
     pub canonical_phone: Option<String>,
 }
 
+impl Person {
+    /// The row's `spend` column: a whole number in 0..1000 fixed by its id (FNV-1a of the id).
+    pub fn spend(&self) -> u32 {
+        let h = self.id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        (h % 1000) as u32
+    }
+}
+
 /// Generates the two files' rows (see the module doc). Fails with a usage error when `overlap`
 /// exceeds `min(size, other_size)`.
 ///
@@ -93,13 +105,14 @@ pub fn generate(spec: &GenSpec) -> CliResult<Generated> {
     })
 }
 
-/// Writes rows as CSV with the header `id,name,email,phone`, atomically.
+/// Writes rows as CSV with the header `id,name,email,phone,spend`, atomically.
 pub fn write_csv(path: &Path, rows: &[Person]) -> CliResult<()> {
     write_atomic_with(path, |w| {
         let mut csv = csv::Writer::from_writer(w);
-        csv.write_record(["id", "name", "email", "phone"])?;
+        csv.write_record(["id", "name", "email", "phone", "spend"])?;
         for p in rows {
-            csv.write_record([&p.id, &p.name, &p.email, &p.phone])?;
+            let spend = p.spend().to_string();
+            csv.write_record([&p.id, &p.name, &p.email, &p.phone, &spend])?;
         }
         csv.flush()
     })
@@ -627,7 +640,7 @@ mod tests {
         let path = dir.path().join("a.csv");
         write_csv(&path, &g.a).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
-        assert!(text.starts_with("id,name,email,phone\n"));
+        assert!(text.starts_with("id,name,email,phone,spend\n"));
         for (column, kind) in [("email", Normalize::Email), ("phone", Normalize::Phone)] {
             let t = read_input(
                 &InputSpec {
@@ -649,7 +662,9 @@ mod tests {
             assert_eq!(rows.len(), g.a.len());
             for (row, p) in rows.iter().zip(&g.a) {
                 let fields: Vec<&str> = row.iter().collect();
-                assert_eq!(fields, [&p.id, &p.name, &p.email, &p.phone]);
+                let spend = p.spend().to_string();
+                assert!(p.spend() < 1000);
+                assert_eq!(fields, [&p.id, &p.name, &p.email, &p.phone, &spend]);
             }
             let (size, dups, empty) = (400, 400 / 50, 400 / 200);
             match kind {

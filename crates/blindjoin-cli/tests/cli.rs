@@ -152,6 +152,206 @@ fn generate(dir: &Path, size: &str, other: &str, overlap: &str, seed: &str) -> (
     (a, b)
 }
 
+/// The sum of column `value` over the rows of `b` whose trimmed, lower-cased `email` occurs
+/// in `a`, and the number of such distinct emails.
+fn expected_sum_and_cardinality(a: &Path, b: &Path, value: &str) -> (u64, usize) {
+    let (ha, ra) = read_csv(a);
+    let (hb, rb) = read_csv(b);
+    let ca = ha.iter().position(|h| h == "email").unwrap();
+    let cb = hb.iter().position(|h| h == "email").unwrap();
+    let cv = hb.iter().position(|h| h == value).unwrap();
+    let key = |v: &str| v.trim().to_lowercase();
+    let ours: HashSet<String> = ra
+        .iter()
+        .map(|r| key(&r[ca]))
+        .filter(|k| !k.is_empty())
+        .collect();
+    let matched: Vec<&Vec<String>> = rb.iter().filter(|r| ours.contains(&key(&r[cb]))).collect();
+    let sum = matched.iter().map(|r| r[cv].parse::<u64>().unwrap()).sum();
+    let distinct: HashSet<String> = matched.iter().map(|r| key(&r[cb])).collect();
+    (sum, distinct.len())
+}
+
+/// `--result cardinality` and `--result sum --value-column` over a circuit protocol: the
+/// receiver learns exactly the number, reported in its summary line and JSON, and no rows.
+#[test]
+fn circuit_results_give_the_exact_cardinality_and_sum() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "300", "400", "90", "17");
+    let (sum, distinct) = expected_sum_and_cardinality(&a, &b, "spend");
+    assert_eq!(distinct, 90);
+    let json = dir.path().join("r.json");
+    let keys = ["--column", "email", "--normalize", "email"];
+    for (protocol, result) in [
+        ("circuit_gmw", "cardinality"),
+        ("circuit_yao", "sum"),
+        ("circuit_gmw_scalar", "sum"),
+    ] {
+        let common = [&keys[..], &["--protocol", protocol, "--result", result]].concat();
+        let mut rargs = vec!["receive", "--input", s(&a), "--json", s(&json)];
+        rargs.extend(&common);
+        let mut sargs = vec!["send", "--input", s(&b)];
+        sargs.extend(&common);
+        if result == "sum" {
+            sargs.extend(["--value-column", "spend"]);
+        }
+        let (out, ok, receiver_err) = listen_and_connect(&rargs, &sargs);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(ok, "{receiver_err}");
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(report["intersection"], serde_json::Value::Null);
+        let line = receiver_err.lines().last().unwrap();
+        if result == "sum" {
+            assert_eq!(report["aggregate"]["sum"], sum, "{protocol}");
+            assert!(
+                line.contains(&format!(
+                    "the sender's values over the matched keys sum to {sum}"
+                )),
+                "{line}"
+            );
+        } else {
+            assert_eq!(report["aggregate"]["cardinality"], 90, "{protocol}");
+            assert!(
+                line.contains("90 of 300 distinct keys matched (the cardinality only)"),
+                "{line}"
+            );
+        }
+    }
+
+    // A Parquet sender whose value column is an integer column (its row index).
+    let (hb, rb) = read_csv(&b);
+    let pb = dir.path().join("b.parquet");
+    write_parquet(&pb, &hb, &rb, Some("spend"));
+    let (ha, ra) = read_csv(&a);
+    let ours: HashSet<String> = ra
+        .iter()
+        .map(|r| r[2].trim().to_lowercase())
+        .filter(|k| !k.is_empty())
+        .collect();
+    let by_index: u64 = (0..rb.len() as u64)
+        .filter(|&i| ours.contains(&rb[i as usize][2].trim().to_lowercase()))
+        .sum();
+    assert_eq!(ha[2], "email");
+    let common = [&keys[..], &["--protocol", "circuit_gmw", "--result", "sum"]].concat();
+    let mut rargs = vec!["receive", "--input", s(&a), "--json", s(&json)];
+    rargs.extend(&common);
+    let mut sargs = vec!["send", "--input", s(&pb), "--value-column", "spend"];
+    sargs.extend(&common);
+    run_pair(&rargs, &sargs);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["aggregate"]["sum"], by_index);
+}
+
+/// What a sum or cardinality run refuses, each with one line before connecting.
+#[test]
+fn circuit_result_options_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "50", "50", "10", "3");
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "email,spend\nx@example.com,5\ny@example.com,five\n").unwrap();
+    let peer = ["--connect", "127.0.0.1:9", "--deadline", "20s"];
+    let cases: [(Vec<&str>, &str); 6] = [
+        (
+            vec![
+                "send",
+                "--input",
+                s(&b),
+                "--column",
+                "email",
+                "--protocol",
+                "circuit_gmw",
+                "--result",
+                "sum",
+            ],
+            "--result sum adds up a column of the sender's: name it with --value-column",
+        ),
+        (
+            vec![
+                "send",
+                "--input",
+                s(&b),
+                "--column",
+                "email",
+                "--value-column",
+                "spend",
+            ],
+            "--value-column is used by --result sum only, not --result intersection",
+        ),
+        (
+            vec![
+                "receive",
+                "--input",
+                s(&a),
+                "--column",
+                "email",
+                "--protocol",
+                "circuit_gmw",
+                "--result",
+                "cardinality",
+                "--output",
+                "o.csv",
+            ],
+            "--output writes matched rows, and with --result cardinality the receiver learns only a number",
+        ),
+        (
+            vec![
+                "receive",
+                "--input",
+                s(&a),
+                "--column",
+                "email",
+                "--result",
+                "cardinality",
+            ],
+            "invalid parameter `result`: ecdh computes intersection only, cardinality was asked",
+        ),
+        (
+            vec![
+                "receive",
+                "--input",
+                s(&a),
+                "--column",
+                "email",
+                "--result",
+                "median",
+            ],
+            "unknown result `median`; known: intersection, cardinality, sum",
+        ),
+        (
+            vec![
+                "send",
+                "--input",
+                s(&bad),
+                "--column",
+                "email",
+                "--protocol",
+                "circuit_yao",
+                "--result",
+                "sum",
+                "--value-column",
+                "spend",
+            ],
+            "bad.csv: line 3: column `spend`: `five` is not a whole number from 0 to 4294967295",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = bin().args(&args).args(peer).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        // Our errors are one line; clap's (an unknown value) add a hint to try --help.
+        if err.starts_with("blindjoin: error:") {
+            assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        }
+    }
+    assert!(!dir.path().join("o.csv").exists());
+}
+
 #[test]
 fn receiver_listens_sender_connects_email_rows_match_exactly() {
     let dir = tempfile::tempdir().unwrap();
@@ -164,7 +364,7 @@ fn receiver_listens_sender_connects_email_rows_match_exactly() {
     // Duplicates: more rows than distinct shared emails.
     assert!(expected.len() > 150, "{}", expected.len());
     let (header, rows) = read_csv(&out);
-    assert_eq!(header, ["id", "name", "email", "phone"]);
+    assert_eq!(header, ["id", "name", "email", "phone", "spend"]);
     assert_eq!(rows, expected);
 
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
@@ -615,6 +815,41 @@ fn demo_verifies_itself() {
         run(&["demo", "--size", "10", "--protocol", "naive", "--insecure"])
             .status
             .success()
+    );
+}
+
+/// `bench --result sum` checks the receiver's sum against the exact one (it fails otherwise)
+/// and names its results after the result.
+#[test]
+fn bench_checks_a_circuit_sum() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "bench",
+        "--protocol",
+        "circuit_yao",
+        "--sizes",
+        "100",
+        "--sender-sizes",
+        "150",
+        "--reps",
+        "1",
+        "--result",
+        "sum",
+        "--out",
+        s(dir.path()),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = std::fs::read_to_string(dir.path().join("circuit_yao-sum-1t.md")).unwrap();
+    assert!(
+        md.lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("| circuit_yao (sum) | 100 | 150 | 1 |"),
+        "{md}"
     );
 }
 
@@ -1336,7 +1571,7 @@ fn parquet_inputs_and_outputs_give_the_rows_of_the_csv_join() {
     let (out, json) = (dir.path().join("out.parquet"), dir.path().join("r.json"));
     join(&pa, &pb, &out, &json, &common);
     let (header, rows) = read_parquet(&out);
-    assert_eq!(header, ["id", "name", "email", "phone"]);
+    assert_eq!(header, ["id", "name", "email", "phone", "spend"]);
     assert_eq!(rows, expected);
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(report["intersection"]["distinct_keys"], 200);

@@ -279,6 +279,7 @@ fn execute(
                             name: "hash keys".to_owned(),
                             seconds: t.elapsed().as_secs_f64(),
                         }],
+                        values: None,
                     })
                 },
                 |_rows| refuse_if_cancelled().map(|()| None),
@@ -325,6 +326,7 @@ fn execute(
                             name: "read input".to_owned(),
                             seconds: t.elapsed().as_secs_f64(),
                         }],
+                        values: None,
                     })
                 },
                 |rows| {
