@@ -10,7 +10,9 @@
 //! medians over the
 //! repetitions. With `--transport tcp,tls` the same repetitions run over plain TCP and over
 //! TLS 1.3 with pinned certificates (the TLS handshake happens before the clocks start), in
-//! alternation, so the TLS overhead is a ratio measured under one machine load.
+//! alternation, so the TLS overhead is a ratio measured under one machine load. With
+//! `--network` the sender reaches the receiver through a relay in this process that shapes the
+//! link to the profile's bandwidth and round-trip time ([`crate::netem`]).
 
 use crate::cli::parse_size;
 use crate::error::{CliError, CliResult};
@@ -78,6 +80,11 @@ pub struct BenchArgs {
     /// `<protocol>-<result>-<threads>t` then.
     #[arg(long, value_name = "RESULT", default_value = "intersection", value_parser = crate::cli::parse_result)]
     result: ResultKind,
+    /// Shape the link between the parties: a profile (lan, wifi, wan-intra, wan-inter, hsdpa
+    /// from PSZ14 Tab. 7; cm20-150 ... cm20-1 from CM20 Tab. 2; rr17-wan) or RATE/RTT such as
+    /// 50mbit/80ms [default: loopback as it is].
+    #[arg(long, value_name = "NETWORK", value_parser = crate::netem::parse_profile)]
+    network: Option<crate::netem::Profile>,
     /// Seconds each party of a repetition may run and wait for its peer (`rsa_blind` at
     /// κ = 256 needs more than the default: its key generation and 15360-bit signatures take
     /// minutes).
@@ -217,6 +224,8 @@ struct PartyResult {
 struct Row {
     protocol: &'static str,
     result: ResultKind,
+    /// The shaped network, if any.
+    network: Option<crate::netem::Profile>,
     transport: Transport,
     n_recv: usize,
     n_send: usize,
@@ -434,11 +443,13 @@ pub(crate) fn read_result<T: serde::de::DeserializeOwned>(
 
 /// Runs `blindjoin <subcommand> --role receiver ARGS` (which prints `PORT p` first) and
 /// `blindjoin <subcommand> --role sender --connect 127.0.0.1:p ARGS`, and returns the
-/// `RESULT {json}` each printed.
+/// `RESULT {json}` each printed. With `network`, the sender connects through a
+/// [`ShapedRelay`](crate::netem::ShapedRelay) of that profile.
 pub(crate) fn run_pair<T: serde::de::DeserializeOwned>(
     threads: usize,
     subcommand: &str,
     args: &[String],
+    network: Option<&crate::netem::Profile>,
 ) -> CliResult<(T, T)> {
     let mut rc = party_command(threads, subcommand)?;
     rc.args(["--role", "receiver"]).args(args);
@@ -454,14 +465,22 @@ pub(crate) fn run_pair<T: serde::de::DeserializeOwned>(
         .next()
         .and_then(|l| l.strip_prefix("PORT ").map(str::to_owned))
         .ok_or_else(|| CliError::Verification("the receiver did not report its port".into()))?;
+    let mut target = format!("127.0.0.1:{port}");
+    let relay = match network {
+        Some(p) => {
+            let upstream = target
+                .parse()
+                .map_err(|_| CliError::Verification(format!("bad receiver port `{port}`")))?;
+            let r = crate::netem::ShapedRelay::start(upstream, p)
+                .map_err(|e| blindjoin_core::Error::io("cannot start the shaping relay", e))?;
+            target = r.addr().to_string();
+            Some(r)
+        }
+        None => None,
+    };
     let mut sc = party_command(threads, subcommand)?;
-    sc.args([
-        "--role",
-        "sender",
-        "--connect",
-        &format!("127.0.0.1:{port}"),
-    ])
-    .args(args);
+    sc.args(["--role", "sender", "--connect", &target])
+        .args(args);
     let mut sender = sc
         .spawn()
         .map_err(|e| blindjoin_core::Error::io("cannot start the sender process", e))?;
@@ -472,6 +491,7 @@ pub(crate) fn run_pair<T: serde::de::DeserializeOwned>(
     let mut slines = BufReader::new(sout).lines().map_while(Result::ok);
     let r = read_result(receiver, &mut rlines, "receiver")?;
     let s = read_result(sender, &mut slines, "sender")?;
+    drop(relay);
     Ok((r, s))
 }
 
@@ -511,7 +531,7 @@ fn one_rep(
     if let Some(t) = tls {
         args.extend(t.args());
     }
-    run_pair(threads, "bench-party", &args)
+    run_pair(threads, "bench-party", &args, a.network.as_ref())
 }
 
 pub(crate) fn median(mut v: Vec<f64>) -> f64 {
@@ -569,6 +589,9 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
         None
     };
     let mut rows = Vec::new();
+    if let Some(n) = &a.network {
+        println!("network: {} ({})", n.describe(), n.source);
+    }
     println!("{}", TABLE_HEAD);
     for (&n_recv, &n_send) in a.sizes.iter().zip(&senders) {
         let overlap = ((n_recv.min(n_send) as f64) * a.overlap) as usize;
@@ -622,6 +645,7 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
             let row = Row {
                 protocol: a.protocol.name,
                 result: a.result,
+                network: a.network.clone(),
                 transport,
                 n_recv,
                 n_send,
@@ -646,15 +670,22 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
             rows.push(row);
         }
     }
-    let mut md = format!("{TABLE_HEAD}\n");
+    let mut md = match &a.network {
+        Some(n) => format!("Network {} ({}).\n\n{TABLE_HEAD}\n", n.describe(), n.source),
+        None => format!("{TABLE_HEAD}\n"),
+    };
     for r in &rows {
         md.push_str(&table_row(r));
         md.push('\n');
     }
-    let name = match a.result {
-        ResultKind::Intersection => format!("{}-{threads}t", a.protocol.name),
-        r => format!("{}-{r}-{threads}t", a.protocol.name),
-    };
+    let mut name = a.protocol.name.to_owned();
+    if a.result != ResultKind::Intersection {
+        name.push_str(&format!("-{}", a.result));
+    }
+    if let Some(n) = &a.network {
+        name.push_str(&format!("-{}", n.name.replace('/', "-")));
+    }
+    name.push_str(&format!("-{threads}t"));
     write_results(&a.out, &name, &rows, &md)
 }
 
@@ -695,6 +726,9 @@ fn table_row(r: &Row) -> String {
     };
     if r.result != ResultKind::Intersection {
         name.push_str(&format!(" ({})", r.result));
+    }
+    if let Some(n) = &r.network {
+        name.push_str(&format!(" @ {}", n.name));
     }
     format!(
         "| {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {} | {:.1} | {} | {:.4} | {:.1} |",

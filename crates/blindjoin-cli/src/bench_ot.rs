@@ -300,7 +300,12 @@ pub fn run(a: &BenchOtArgs, threads: Option<usize>) -> CliResult<()> {
     }
     let mut reps: Vec<(OtPartyResult, OtPartyResult)> = Vec::new();
     for _ in 0..a.reps {
-        reps.push(run_pair(threads.unwrap_or(1), "bench-ot-party", &args)?);
+        reps.push(run_pair(
+            threads.unwrap_or(1),
+            "bench-ot-party",
+            &args,
+            None,
+        )?);
     }
     let m =
         |f: &dyn Fn(&(OtPartyResult, OtPartyResult)) -> f64| median(reps.iter().map(f).collect());

@@ -13,6 +13,7 @@ pub mod input;
 pub mod keyed;
 pub mod keygen;
 pub mod link;
+pub mod netem;
 pub mod normalize;
 pub mod output;
 pub mod party;

@@ -818,6 +818,50 @@ fn demo_verifies_itself() {
     );
 }
 
+/// `bench --network` runs the parties through the shaping relay: 2^8 ecdh items each way
+/// take at least the link's round trips, and the report names the network.
+#[test]
+fn bench_runs_over_a_shaped_network() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "bench",
+        "--protocol",
+        "ecdh",
+        "--sizes",
+        "2^8",
+        "--reps",
+        "1",
+        "--network",
+        "20mbit/200ms",
+        "--out",
+        s(dir.path()),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("ecdh-20mbit-200ms-1t.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(rows[0]["network"]["rate_bits"], 20e6);
+    assert_eq!(rows[0]["network"]["rtt"], 200.0);
+    // The handshake and ecdh's two flights each cross the 200 ms link.
+    assert!(rows[0]["wall_seconds"].as_f64().unwrap() > 0.3, "{rows}");
+    let md = std::fs::read_to_string(dir.path().join("ecdh-20mbit-200ms-1t.md")).unwrap();
+    assert!(
+        md.starts_with(
+            "Network 20mbit/200ms: 20 Mbit/s per direction, 200 ms RTT; shaped in user space"
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("| ecdh @ 20mbit/200ms | 256 | 256 | 1 |"),
+        "{md}"
+    );
+}
+
 /// `bench --result sum` checks the receiver's sum against the exact one (it fails otherwise)
 /// and names its results after the result.
 #[test]
