@@ -43,53 +43,53 @@ use std::time::{Duration, Instant};
 pub struct BenchArgs {
     /// The protocol.
     #[arg(long, short, default_value = "ecdh")]
-    protocol: &'static Protocol,
+    pub(crate) protocol: &'static Protocol,
     /// Set sizes (both parties), e.g. 2^10,2^12,2^16.
     #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "2^10,2^12,2^16")]
-    sizes: Vec<usize>,
+    pub(crate) sizes: Vec<usize>,
     /// The sender's set size, if it differs from the receiver's (same list length as --sizes).
     #[arg(long, value_delimiter = ',', value_parser = parse_size)]
-    sender_sizes: Option<Vec<usize>>,
+    pub(crate) sender_sizes: Option<Vec<usize>>,
     /// Repetitions per size (medians are reported).
     #[arg(long, default_value_t = 3)]
-    reps: usize,
+    pub(crate) reps: usize,
     /// Fraction of the smaller set that is in the intersection.
     #[arg(long, default_value_t = 0.5)]
-    overlap: f64,
+    pub(crate) overlap: f64,
     /// Seed of the generated sets.
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(crate) seed: u64,
     /// Directory for the results: `<protocol>-<threads>t.json` and `.md` (created if missing).
     #[arg(long, value_name = "DIR", default_value = "bench/out")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Transports to measure, e.g. `tcp,tls`: with several, their repetitions alternate, so
     /// their ratio is measured in one run under the same machine load.
     #[arg(long, value_delimiter = ',', value_enum, default_value = "tcp")]
-    transport: Vec<Transport>,
+    pub(crate) transport: Vec<Transport>,
     /// Computational security parameter κ in bits (the protocol must offer it).
     #[arg(long, default_value_t = 128)]
-    kappa: u32,
+    pub(crate) kappa: u32,
     /// The circuit protocols' item length σ in bits (PSZ14 ran σ = 32), below the derived one
     /// if need be (the parties then run with weak parameters allowed). The generated sets keep
     /// only records whose σ-bit values are all distinct, so the exact intersection is still
     /// the expected result.
     #[arg(long)]
-    sigma: Option<u32>,
+    pub(crate) sigma: Option<u32>,
     /// What the receiver learns: `intersection`, `cardinality` or `sum` (of a value per
     /// sender record, 0..1000); the last two need a circuit protocol. Results go to
     /// `<protocol>-<result>-<threads>t` then.
     #[arg(long, value_name = "RESULT", default_value = "intersection", value_parser = crate::cli::parse_result)]
-    result: ResultKind,
+    pub(crate) result: ResultKind,
     /// Shape the link between the parties: a profile (lan, wifi, wan-intra, wan-inter, hsdpa
     /// from PSZ14 Tab. 7; cm20-150 ... cm20-1 from CM20 Tab. 2; rr17-wan) or RATE/RTT such as
     /// 50mbit/80ms [default: loopback as it is].
     #[arg(long, value_name = "NETWORK", value_parser = crate::netem::parse_profile)]
-    network: Option<crate::netem::Profile>,
+    pub(crate) network: Option<crate::netem::Profile>,
     /// Seconds each party of a repetition may run and wait for its peer (`rsa_blind` at
     /// κ = 256 needs more than the default: its key generation and 15360-bit signatures take
     /// minutes).
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
-    timeout: u64,
+    pub(crate) timeout: u64,
 }
 
 /// The connection a benchmark runs over.
@@ -221,32 +221,32 @@ struct PartyResult {
 
 /// One row of the result table.
 #[derive(Debug, Serialize)]
-struct Row {
-    protocol: &'static str,
-    result: ResultKind,
+pub(crate) struct Row {
+    pub(crate) protocol: &'static str,
+    pub(crate) result: ResultKind,
     /// The shaped network, if any.
-    network: Option<crate::netem::Profile>,
-    transport: Transport,
-    n_recv: usize,
-    n_send: usize,
-    threads: usize,
-    reps: usize,
-    wall_seconds: f64,
-    cpu_receiver_seconds: f64,
-    cpu_sender_seconds: f64,
-    cpu_sum_seconds: f64,
-    bytes_receiver_to_sender: u64,
-    bytes_sender_to_receiver: u64,
-    bytes_per_item: f64,
+    pub(crate) network: Option<crate::netem::Profile>,
+    pub(crate) transport: Transport,
+    pub(crate) n_recv: usize,
+    pub(crate) n_send: usize,
+    pub(crate) threads: usize,
+    pub(crate) reps: usize,
+    pub(crate) wall_seconds: f64,
+    pub(crate) cpu_receiver_seconds: f64,
+    pub(crate) cpu_sender_seconds: f64,
+    pub(crate) cpu_sum_seconds: f64,
+    pub(crate) bytes_receiver_to_sender: u64,
+    pub(crate) bytes_sender_to_receiver: u64,
+    pub(crate) bytes_per_item: f64,
     /// Message flights on the protocol's critical path, the handshake included.
-    rounds: u32,
-    peak_rss_receiver_bytes: u64,
-    peak_rss_sender_bytes: u64,
-    plaintext_join_seconds: f64,
-    wall_over_plaintext: f64,
+    pub(crate) rounds: u32,
+    pub(crate) peak_rss_receiver_bytes: u64,
+    pub(crate) peak_rss_sender_bytes: u64,
+    pub(crate) plaintext_join_seconds: f64,
+    pub(crate) wall_over_plaintext: f64,
     /// Wall time per protocol phase of the median repetition, receiver and sender.
-    phases_receiver: Vec<(String, f64)>,
-    phases_sender: Vec<(String, f64)>,
+    pub(crate) phases_receiver: Vec<(String, f64)>,
+    pub(crate) phases_sender: Vec<(String, f64)>,
 }
 
 /// The benchmark's sets: distinct 16-character records, `overlap` shared, each side shuffled.
@@ -558,6 +558,29 @@ fn plaintext_join_seconds(recv: &[Vec<u8>], send: &[Vec<u8>], reps: usize) -> f6
 /// Runs the benchmark and prints (and optionally writes) the table.
 pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
     let threads = threads.unwrap_or(1);
+    let rows = measure(a, threads)?;
+    let mut md = match &a.network {
+        Some(n) => format!("Network {} ({}).\n\n{TABLE_HEAD}\n", n.describe(), n.source),
+        None => format!("{TABLE_HEAD}\n"),
+    };
+    for r in &rows {
+        md.push_str(&table_row(r));
+        md.push('\n');
+    }
+    let mut name = a.protocol.name.to_owned();
+    if a.result != ResultKind::Intersection {
+        name.push_str(&format!("-{}", a.result));
+    }
+    if let Some(n) = &a.network {
+        name.push_str(&format!("-{}", n.name.replace('/', "-")));
+    }
+    name.push_str(&format!("-{threads}t"));
+    write_results(&a.out, &name, &rows, &md)
+}
+
+/// Measures `a`'s protocol at each of its sizes (and transports) with `threads` per party,
+/// printing the table's rows as they come.
+pub(crate) fn measure(a: &BenchArgs, threads: usize) -> CliResult<Vec<Row>> {
     crate::cli::check_two_party(a.protocol)?;
     blindjoin_psi::check_security(
         a.protocol,
@@ -670,23 +693,7 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
             rows.push(row);
         }
     }
-    let mut md = match &a.network {
-        Some(n) => format!("Network {} ({}).\n\n{TABLE_HEAD}\n", n.describe(), n.source),
-        None => format!("{TABLE_HEAD}\n"),
-    };
-    for r in &rows {
-        md.push_str(&table_row(r));
-        md.push('\n');
-    }
-    let mut name = a.protocol.name.to_owned();
-    if a.result != ResultKind::Intersection {
-        name.push_str(&format!("-{}", a.result));
-    }
-    if let Some(n) = &a.network {
-        name.push_str(&format!("-{}", n.name.replace('/', "-")));
-    }
-    name.push_str(&format!("-{threads}t"));
-    write_results(&a.out, &name, &rows, &md)
+    Ok(rows)
 }
 
 fn format_phases(phases: &[(String, f64)]) -> String {

@@ -5,7 +5,7 @@ use crate::input::Format;
 use crate::link::NetOpts;
 use crate::normalize::Normalize;
 use crate::output::{OutputColumns, OutputSpec};
-use crate::{aided, bench, bench_aided, bench_ot, demo, keygen, party, serve, synth};
+use crate::{aided, bench, bench_aided, bench_ot, demo, keygen, params, party, serve, synth};
 use blindjoin_psi::{Protocol, ResultKind, protocols};
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
@@ -103,6 +103,9 @@ enum Command {
     BenchOtParty(bench_ot::OtPartyArgs),
     /// List the protocols: what each does, its security model, parties and paper.
     Protocols(ProtocolsArgs),
+    /// Predict a protocol's bytes, rounds, time and cloud cost at given set sizes on a
+    /// network (the cost model, calibrated by `bench`'s loopback results).
+    Params(params::ParamsArgs),
     /// Be one client of a server-aided run: with the other clients and a `blindjoin server`,
     /// learn which of your rows every client has.
     #[command(after_help = protocols_help())]
@@ -493,6 +496,7 @@ fn dispatch(command: Command, threads: Option<usize>) -> CliResult<()> {
         Command::BenchParty(a) => bench::run_party(&a),
         Command::BenchOt(a) => bench_ot::run(&a, threads),
         Command::BenchOtParty(a) => bench_ot::run_party(&a),
+        Command::Params(a) => params::run(&a, threads.unwrap_or(1)),
         Command::Protocols(a) => {
             if a.json {
                 let json = serde_json::to_string_pretty(protocols::ALL)

@@ -818,6 +818,64 @@ fn demo_verifies_itself() {
     );
 }
 
+/// `params` predicts from the traffic formula and the loopback calibration `bench` wrote.
+#[test]
+fn params_predicts_from_the_formula_and_the_calibration() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = |extra: &[&str]| {
+        let mut v = vec![
+            "params",
+            "--protocol",
+            "ecdh",
+            "--n1",
+            "256",
+            "--network",
+            "8mbit/100ms",
+        ];
+        v.extend(["--calibration", s(dir.path()), "--json"]);
+        v.extend(extra);
+        let out = run(&v);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let before = args(&[]);
+    assert_eq!(before["prediction"]["seconds"], serde_json::Value::Null);
+    let out = run(&[
+        "bench",
+        "--protocol",
+        "ecdh",
+        "--sizes",
+        "256",
+        "--reps",
+        "1",
+        "--out",
+        s(dir.path()),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("ecdh-1t.json")).unwrap()).unwrap();
+    let p = args(&[])["prediction"].clone();
+    // The formula's bytes are the metered ones but the handshake's hello and verdict (a few
+    // hundred bytes each way), which it leaves out.
+    for dir in ["bytes_receiver_to_sender", "bytes_sender_to_receiver"] {
+        let extra = rows[0][dir].as_u64().unwrap() - p[dir].as_u64().unwrap();
+        assert!((1..512).contains(&extra), "{dir}: {extra}");
+    }
+    let bytes = p["bytes_receiver_to_sender"].as_f64().unwrap()
+        + p["bytes_sender_to_receiver"].as_f64().unwrap();
+    let compute = rows[0]["wall_seconds"].as_f64().unwrap();
+    let want = compute.max(bytes / 1e6) + p["flights"].as_f64().unwrap() * 0.05;
+    assert!((p["seconds"].as_f64().unwrap() - want).abs() < 1e-9, "{p}");
+}
+
 /// `bench --network` runs the parties through the shaping relay: 2^8 ecdh items each way
 /// take at least the link's round trips, and the report names the network.
 #[test]
