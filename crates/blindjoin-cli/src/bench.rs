@@ -85,6 +85,10 @@ pub struct BenchArgs {
     /// 50mbit/80ms [default: loopback as it is].
     #[arg(long, value_name = "NETWORK", value_parser = crate::netem::parse_profile)]
     pub(crate) network: Option<crate::netem::Profile>,
+    /// Cloud prices for the cost of a run (JSON, as `blindjoin params --prices`) [default:
+    /// CM20 §5.2.1's AWS prices].
+    #[arg(long, value_name = "FILE")]
+    pub(crate) prices: Option<PathBuf>,
     /// Seconds each party of a repetition may run and wait for its peer (`rsa_blind` at
     /// κ = 256 needs more than the default: its key generation and 15360-bit signatures take
     /// minutes).
@@ -245,6 +249,9 @@ pub(crate) struct Row {
     pub(crate) plaintext_join_seconds: f64,
     pub(crate) wall_over_plaintext: f64,
     /// Wall time per protocol phase of the median repetition, receiver and sender.
+    /// The run's cloud cost at `--prices` (CM20 §5.2, [`crate::costmodel::cost`]), USD per
+    /// 1000 runs.
+    pub(crate) cost_per_1000_runs: crate::costmodel::Cost,
     pub(crate) phases_receiver: Vec<(String, f64)>,
     pub(crate) phases_sender: Vec<(String, f64)>,
 }
@@ -611,6 +618,10 @@ pub(crate) fn measure(a: &BenchArgs, threads: usize) -> CliResult<Vec<Row>> {
     } else {
         None
     };
+    let prices = match &a.prices {
+        Some(p) => crate::costmodel::Prices::load(p)?,
+        None => crate::costmodel::Prices::default(),
+    };
     let mut rows = Vec::new();
     if let Some(n) = &a.network {
         println!("network: {} ({})", n.describe(), n.source);
@@ -686,6 +697,18 @@ pub(crate) fn measure(a: &BenchArgs, threads: usize) -> CliResult<Vec<Row>> {
                 peak_rss_sender_bytes: s0.peak_rss_bytes,
                 plaintext_join_seconds: plain,
                 wall_over_plaintext: wall / plain,
+                cost_per_1000_runs: {
+                    let c = crate::costmodel::cost(
+                        &prices,
+                        wall,
+                        r0.traffic.bytes_sent,
+                        s0.traffic.bytes_sent,
+                    );
+                    crate::costmodel::Cost {
+                        b2b_usd: c.b2b_usd * 1000.0,
+                        internet_usd: c.internet_usd * 1000.0,
+                    }
+                },
                 phases_receiver: rm.phases.clone(),
                 phases_sender: sm.phases.clone(),
             };
