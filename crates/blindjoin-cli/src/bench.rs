@@ -242,8 +242,13 @@ pub(crate) struct Row {
     pub(crate) bytes_receiver_to_sender: u64,
     pub(crate) bytes_sender_to_receiver: u64,
     pub(crate) bytes_per_item: f64,
-    /// Message flights on the protocol's critical path, the handshake included.
+    /// Message flights on the protocol's critical path, the handshake included (the
+    /// descriptor's count).
     pub(crate) rounds: u32,
+    /// Flights each party sent, counted where the frames leave it (runs of sends with no
+    /// receive in between); flights both send at once count for each.
+    pub(crate) flights_sent_receiver: u64,
+    pub(crate) flights_sent_sender: u64,
     pub(crate) peak_rss_receiver_bytes: u64,
     pub(crate) peak_rss_sender_bytes: u64,
     pub(crate) plaintext_join_seconds: f64,
@@ -693,6 +698,8 @@ pub(crate) fn measure(a: &BenchArgs, threads: usize) -> CliResult<Vec<Row>> {
                 bytes_sender_to_receiver: s0.traffic.bytes_sent,
                 bytes_per_item: total as f64 / ((n_recv + n_send) as f64 / 2.0).max(1.0),
                 rounds: a.protocol.flights,
+                flights_sent_receiver: r0.traffic.flights_sent,
+                flights_sent_sender: s0.traffic.flights_sent,
                 peak_rss_receiver_bytes: r0.peak_rss_bytes,
                 peak_rss_sender_bytes: s0.peak_rss_bytes,
                 plaintext_join_seconds: plain,
