@@ -523,11 +523,13 @@ impl<C: Channel + ?Sized> Backend for Gmw<'_, C> {
     }
 
     fn gather(&mut self, a: &Shares, idx: &[usize]) -> Shares {
+        debug_assert!(
+            idx.iter().all(|&i| i < a.lanes),
+            "gather of a lane past {}",
+            a.lanes
+        );
         let mut words = vec![0u64; words_for(idx.len())];
-        for (k, &i) in idx.iter().enumerate() {
-            debug_assert!(i < a.lanes, "gather of lane {i} of {}", a.lanes);
-            words[k / 64] |= ((a.words[i / 64] >> (i % 64)) & 1) << (k % 64);
-        }
+        gather_bits(&a.words, idx, &mut words);
         Shares {
             lanes: idx.len(),
             words,
@@ -544,6 +546,173 @@ impl<C: Channel + ?Sized> Backend for Gmw<'_, C> {
         }
         Shares { lanes, words }
     }
+}
+
+/// Masks of the lanes l with bit log2(h) of l clear, for h = 1, 2, 4, …, 32: `BLOCKS[k]` keeps
+/// the first 2^k of every 2^(k+1) bits of a word.
+const BLOCKS: [u64; 6] = [
+    0x5555_5555_5555_5555,
+    0x3333_3333_3333_3333,
+    0x0f0f_0f0f_0f0f_0f0f,
+    0x00ff_00ff_00ff_00ff,
+    0x0000_ffff_0000_ffff,
+    0x0000_0000_ffff_ffff,
+];
+
+/// Bits `bit..bit + 64` of the packed `src` (zero past its end).
+#[inline]
+fn fetch64(src: &[u64], bit: usize) -> u64 {
+    let (w, s) = (bit / 64, bit % 64);
+    let lo = src.get(w).map_or(0, |&x| x >> s);
+    if s == 0 {
+        lo
+    } else {
+        lo | src.get(w + 1).map_or(0, |&x| x << (64 - s))
+    }
+}
+
+/// The bits of `x` in the first half of every block of 2h (h = 2^k ≤ 32), moved together
+/// into the low 32 bits in order.
+#[inline]
+fn compress_blocks(mut x: u64, k: usize) -> u64 {
+    x &= BLOCKS[k];
+    for j in k..5 {
+        x = (x | (x >> (1 << j))) & BLOCKS[j + 1];
+    }
+    x
+}
+
+/// The low 32 bits of `x` spread into the first half of every block of 2h (h = 2^k ≤ 32), the
+/// inverse of [`compress_blocks`].
+#[inline]
+fn spread_blocks(mut x: u64, k: usize) -> u64 {
+    x &= BLOCKS[5];
+    for j in (k..5).rev() {
+        x = (x | (x << (1 << j))) & BLOCKS[j];
+    }
+    x
+}
+
+/// Whether `idx` takes the first h lanes of every block of 2h from its first index on (h a
+/// power of two): `idx[l] = idx[0] + l + (l & !(h − 1))`.
+fn strided(idx: &[usize], h: usize) -> bool {
+    let (base, m) = (idx[0], !(h - 1));
+    idx.iter()
+        .enumerate()
+        .all(|(l, &i)| i == base + l + (l & m))
+}
+
+/// Whether `idx` interleaves blocks of h lanes from two runs starting at `x` and `y`:
+/// `idx[l] = (x or y, as bit log2 h of l is 0 or 1) + ((l >> 1) & !(h − 1)) + (l & (h − 1))`.
+fn interleaved(idx: &[usize], h: usize, x: usize, y: usize) -> bool {
+    let m = h - 1;
+    idx.iter().enumerate().all(|(l, &i)| {
+        let base = if l & h == 0 { x } else { y };
+        i == base + ((l >> 1) & !m) + (l & m)
+    })
+}
+
+/// Lanes `idx[0], idx[1], …` of the packed `src`, written into `dst` (⌈idx.len()/64⌉ zero
+/// words). The strided patterns of the sorting and shuffling networks (every other block of
+/// h lanes, or two runs of lanes interleaved in blocks of h, h ≤ 32 a power of two) are moved
+/// with word operations; otherwise each 64 lanes are one word of [`gather_word`].
+fn gather_bits(src: &[u64], idx: &[usize], dst: &mut [u64]) {
+    let n = idx.len();
+    if n == 0 {
+        return;
+    }
+    let first = idx[0];
+    let run = idx
+        .iter()
+        .enumerate()
+        .take_while(|&(l, &i)| i == first + l)
+        .count();
+    if run < n && run <= 32 && run.is_power_of_two() {
+        let (h, k) = (run, run.trailing_zeros() as usize);
+        if strided(idx, h) {
+            for (w, d) in dst.iter_mut().enumerate() {
+                let at = first + 128 * w;
+                *d = compress_blocks(fetch64(src, at), k)
+                    | (compress_blocks(fetch64(src, at + 64), k) << 32);
+            }
+            if let Some(last) = dst.last_mut() {
+                *last &= last_mask(n);
+            }
+            return;
+        }
+        let y = idx[h];
+        if interleaved(idx, h, first, y) {
+            for (w, d) in dst.iter_mut().enumerate() {
+                *d = spread_blocks(fetch64(src, first + 32 * w), k)
+                    | (spread_blocks(fetch64(src, y + 32 * w), k) << h);
+            }
+            if let Some(last) = dst.last_mut() {
+                *last &= last_mask(n);
+            }
+            return;
+        }
+    }
+    for (chunk, d) in idx.chunks(64).zip(dst.iter_mut()) {
+        *d = gather_word(src, chunk);
+    }
+}
+
+/// The bits of `x` at positions 0, 2^j, 2·2^j, … (j ≤ 5), moved together into the low bits.
+#[inline]
+fn compress_stride(mut x: u64, j: u32) -> u64 {
+    for _ in 0..j {
+        x = compress_blocks(x, 0);
+    }
+    x
+}
+
+/// The low 64/2^j bits of `x` (j ≤ 5) moved to positions 0, 2^j, 2·2^j, …, the inverse of
+/// [`compress_stride`].
+#[inline]
+fn spread_stride(mut x: u64, j: u32) -> u64 {
+    for _ in 0..j {
+        x = spread_blocks(x, 0);
+    }
+    x
+}
+
+/// Lanes `chunk[0], chunk[1], …` (at most 64) of the packed `src`, as one word. A full chunk
+/// that is one progression of lanes with a step s ≤ 32 (a power of two; s = 1 is a run), or s
+/// runs of consecutive lanes interleaved lane by lane (lane m from run m % s), is moved with
+/// word operations; any other chunk lane by lane.
+fn gather_word(src: &[u64], chunk: &[usize]) -> u64 {
+    let c0 = chunk[0];
+    if chunk.len() == 64 {
+        let s = chunk[1].wrapping_sub(c0);
+        if s.is_power_of_two() && s <= 32 && chunk.iter().enumerate().all(|(m, &i)| i == c0 + s * m)
+        {
+            let (j, per) = (s.trailing_zeros(), 64 / s);
+            return (0..s).fold(0, |acc, q| {
+                acc | (compress_stride(fetch64(src, c0 + 64 * q), j) << (q * per))
+            });
+        }
+        for s in [2usize, 4, 8, 16, 32] {
+            if chunk[s] == c0.wrapping_add(1) {
+                let j = s.trailing_zeros();
+                if chunk
+                    .iter()
+                    .enumerate()
+                    .all(|(m, &i)| i == chunk[m & (s - 1)] + (m >> j))
+                {
+                    let keep = (1u64 << (64 / s)) - 1;
+                    return (0..s).fold(0, |acc, q| {
+                        acc | (spread_stride(fetch64(src, chunk[q]) & keep, j) << q)
+                    });
+                }
+                break;
+            }
+        }
+    } else if chunk.iter().enumerate().all(|(m, &i)| i == c0 + m) {
+        return fetch64(src, c0) & last_mask(chunk.len());
+    }
+    chunk.iter().enumerate().fold(0, |acc, (m, &i)| {
+        acc | (((src[i / 64] >> (i % 64)) & 1) << m)
+    })
 }
 
 /// `dst ^= src`, word by word.
@@ -1088,6 +1257,60 @@ mod tests {
                 for vectorised in [true, false] {
                     check_circuit(lanes, width, 100 + k as u64, vectorised);
                 }
+            }
+        }
+    }
+
+    /// Index patterns of the sorting and shuffling networks, and random ones, of `n` lanes
+    /// into a source of `lanes` lanes.
+    fn gather_patterns(n: usize, lanes: usize, r: &mut impl Rng) -> Vec<Vec<usize>> {
+        let mut out: Vec<Vec<usize>> = Vec::new();
+        for h in [1usize, 2, 4, 8, 16, 32, 64, 128] {
+            for base in [0, h, 1, 7] {
+                // Every other block of h lanes.
+                out.push((0..n).map(|l| base + l + (l & !(h - 1))).collect());
+                // Two runs interleaved in blocks of h.
+                let y = base + n.div_ceil(2) + 3;
+                out.push(
+                    (0..n)
+                        .map(|l| {
+                            let b = if l & h == 0 { base } else { y };
+                            b + ((l >> 1) & !(h - 1)) + (l & (h - 1))
+                        })
+                        .collect(),
+                );
+            }
+        }
+        for s in [1usize, 2, 4, 8, 16, 32, 64] {
+            for c in [0usize, 3] {
+                // Progressions of step s, one after the other.
+                out.push((0..n).map(|l| (c + s * l) % lanes).collect());
+                // s runs interleaved lane by lane.
+                out.push((0..n).map(|l| c + (l % s) * (n / s) + l / s).collect());
+            }
+        }
+        out.push((0..n).rev().collect());
+        out.push((0..n).map(|_| r.random_range(0..lanes)).collect());
+        out.into_iter()
+            .map(|v| v.into_iter().map(|i| i % lanes).collect())
+            .collect()
+    }
+
+    #[test]
+    fn gather_matches_lane_by_lane() {
+        let mut r = rng(5);
+        for n in [1usize, 2, 63, 64, 65, 127, 128, 200, 1000, 4096] {
+            let lanes = 3 * n + 300;
+            let src: Vec<u64> = (0..words_for(lanes)).map(|_| r.random()).collect();
+            let src = Shares::from_words(lanes, src);
+            for idx in gather_patterns(n, lanes, &mut r) {
+                let mut want = vec![0u64; words_for(n)];
+                for (k, &i) in idx.iter().enumerate() {
+                    want[k / 64] |= u64::from(src.bit(i)) << (k % 64);
+                }
+                let mut got = vec![0u64; words_for(n)];
+                gather_bits(src.words(), &idx, &mut got);
+                assert_eq!(got, want, "{n} lanes of {idx:?}");
             }
         }
     }
