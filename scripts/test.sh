@@ -20,6 +20,19 @@ if ! command -v redis-server >/dev/null 2>&1; then
   apt-get install -y -qq redis-server >&2
 fi
 
+# The benchmark suites' plots set their text in DejaVu Sans (Debian: fonts-dejavu-core).
+if [ ! -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] \
+  && [ ! -e /usr/share/fonts/dejavu/DejaVuSans.ttf ] \
+  && [ ! -e /usr/share/fonts/TTF/DejaVuSans.ttf ]; then
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "scripts/test.sh: the DejaVu Sans font is missing; install it (Debian: apt-get install fonts-dejavu-core)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq fonts-dejavu-core >&2
+fi
+
 # Lints and formatting are part of the test: a warning fails the run.
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -94,6 +94,17 @@ pub struct BenchArgs {
     /// minutes).
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub(crate) timeout: u64,
+    /// Re-measure a paper's table with our protocols (psz-tab5, psz-tab7, psz-tab8, cm20-tab2,
+    /// dcw13-tab3, rr17-fig6, or all), writing `<--out>/<suite>/` (JSON, a Markdown table of
+    /// the paper's figures beside ours, PNG plots); `all` writes every suite and an index to
+    /// docs/report unless --out is given. The suite sets protocols, sizes, networks and
+    /// threads; --reps applies.
+    #[arg(long, value_name = "SUITE")]
+    pub(crate) suite: Option<String>,
+    /// The time a suite may take (e.g. 30m, 2h); settings that would overrun it are skipped
+    /// and listed [default: 30m].
+    #[arg(long, value_name = "TIME", value_parser = crate::suite::run::parse_budget)]
+    pub(crate) budget: Option<Duration>,
 }
 
 /// The connection a benchmark runs over.
@@ -569,6 +580,15 @@ fn plaintext_join_seconds(recv: &[Vec<u8>], send: &[Vec<u8>], reps: usize) -> f6
 
 /// Runs the benchmark and prints (and optionally writes) the table.
 pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
+    if let Some(suite) = &a.suite {
+        let out = if suite == "all" && a.out == Path::new("bench/out") {
+            PathBuf::from("docs/report")
+        } else {
+            a.out.clone()
+        };
+        let budget = a.budget.unwrap_or(Duration::from_secs(30 * 60));
+        return crate::suite::run::run(suite, budget, a.reps, &out);
+    }
     let threads = threads.unwrap_or(1);
     let rows = measure(a, threads)?;
     let mut md = match &a.network {

@@ -22,5 +22,6 @@ pub mod party;
 pub mod progress;
 pub mod report;
 pub mod serve;
+pub mod suite;
 pub mod synth;
 pub mod values;

@@ -818,6 +818,83 @@ fn demo_verifies_itself() {
     );
 }
 
+/// `bench --suite` measures a paper's settings smallest first within the budget, reports each
+/// against the paper (the speed-up is the paper's time over ours), lists what the budget left
+/// out, and draws the plots.
+#[test]
+fn a_suite_measures_within_its_budget_and_reports_against_the_paper() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "bench",
+        "--suite",
+        "psz-tab5",
+        "--budget",
+        "6s",
+        "--reps",
+        "1",
+        "--out",
+        s(dir.path()),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("psz-tab5/results.json")).unwrap())
+            .unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(
+        rows.len(),
+        report["suite"]["rows"].as_array().unwrap().len()
+    );
+    let (measured, skipped): (Vec<_>, Vec<_>) = rows.iter().partition(|r| !r["ours"].is_null());
+    assert!(!measured.is_empty() && !skipped.is_empty(), "{report}");
+    for r in &measured {
+        let ours = r["ours"]["wall_seconds"].as_f64().unwrap();
+        if let Some(paper) = r["paper"]["seconds"].as_f64() {
+            assert!(
+                (r["speedup"].as_f64().unwrap() - paper / ours).abs() < 1e-9,
+                "{r}"
+            );
+        }
+        // Smallest sets first: of one protocol and κ, nothing skipped is smaller than what ran.
+        let n = r["paper"]["n_recv"].as_u64().unwrap();
+        for k in &skipped {
+            if k["paper"]["protocol"] == r["paper"]["protocol"]
+                && k["paper"]["kappa"] == r["paper"]["kappa"]
+            {
+                assert!(
+                    k["paper"]["n_recv"].as_u64().unwrap() >= n,
+                    "{k} before {r}"
+                );
+            }
+        }
+    }
+    for k in &skipped {
+        assert!(
+            k["skipped"]
+                .as_str()
+                .unwrap()
+                .starts_with("over the budget: about "),
+            "{k}"
+        );
+    }
+    let md = std::fs::read_to_string(dir.path().join("psz-tab5/README.md")).unwrap();
+    assert!(md.starts_with("# psz-tab5: PSZ14 Tab. 5"), "{md}");
+    assert_eq!(
+        md.lines().filter(|l| l.starts_with("| `")).count(),
+        rows.len(),
+        "{md}"
+    );
+    for png in ["time-vs-n.png", "bytes-vs-n.png"] {
+        if md.contains(png) {
+            let bytes = std::fs::read(dir.path().join("psz-tab5").join(png)).unwrap();
+            assert_eq!(&bytes[..4], b"\x89PNG");
+        }
+    }
+}
+
 /// `params` predicts from the traffic formula and the loopback calibration `bench` wrote.
 #[test]
 fn params_predicts_from_the_formula_and_the_calibration() {

@@ -1,0 +1,570 @@
+//! Running a suite within a time budget and writing its report.
+
+use super::plot::{Plot, Series, draw};
+use super::tables::SUITES;
+use super::{PaperRow, Suite, Unit};
+use crate::bench::{BenchArgs, Row, Transport, measure, write_results};
+use crate::costmodel::{Calibration, predict};
+use crate::error::{CliError, CliResult};
+use crate::netem::{Profile, parse_profile};
+use blindjoin_psi::protocol::Sizes;
+use blindjoin_psi::{Protocol, ResultKind, protocols};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// One paper row with our measurement, or why there is none.
+#[derive(Debug, Serialize)]
+pub(crate) struct Outcome {
+    /// The paper's figure and setting.
+    pub(crate) paper: PaperRow,
+    /// Our run in that setting.
+    pub(crate) ours: Option<Row>,
+    /// Why the setting was not run.
+    pub(crate) skipped: Option<String>,
+    /// The paper's seconds over ours.
+    pub(crate) speedup: Option<f64>,
+    /// Our bytes over the paper's.
+    pub(crate) bytes_ratio: Option<f64>,
+    /// The cost model's time for the setting, from our loopback run at the same sizes.
+    pub(crate) predicted_seconds: Option<f64>,
+    /// Predicted over measured time.
+    pub(crate) predicted_over_measured: Option<f64>,
+}
+
+/// A suite's results.
+#[derive(Debug, Serialize)]
+pub(crate) struct SuiteReport {
+    /// The suite.
+    pub(crate) suite: Suite,
+    /// The machine's cores.
+    pub(crate) cores: usize,
+    /// The budget it ran in, in seconds.
+    pub(crate) budget_seconds: f64,
+    /// Seconds it took.
+    pub(crate) seconds: f64,
+    /// Loopback runs made to calibrate the cost model for shaped settings.
+    pub(crate) calibration: Vec<Row>,
+    /// The paper's rows with ours.
+    pub(crate) rows: Vec<Outcome>,
+}
+
+/// A setting's protocol, set sizes, threads, κ and σ.
+type Setting = (&'static str, u64, u64, usize, u32, Option<u32>);
+
+/// Parses a budget: seconds, or with `s`, `m`, `h` (e.g. `30m`).
+pub fn parse_budget(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let bad = || format!("`{s}` is not a time budget (use e.g. 90s, 30m or 2h)");
+    let (num, mul) = match t.char_indices().last() {
+        Some((i, 's')) => (&t[..i], 1.0),
+        Some((i, 'm')) => (&t[..i], 60.0),
+        Some((i, 'h')) => (&t[..i], 3600.0),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num.trim().parse().map_err(|_| bad())?;
+    if !(v.is_finite() && v > 0.0) {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs_f64(v * mul))
+}
+
+/// The suite called `name`.
+pub fn find(name: &str) -> CliResult<&'static Suite> {
+    SUITES.iter().find(|s| s.name == name).ok_or_else(|| {
+        let names: Vec<&str> = SUITES.iter().map(|s| s.name).collect();
+        CliError::Usage(format!(
+            "no suite `{name}`; the suites are: all, {}",
+            names.join(", ")
+        ))
+    })
+}
+
+fn protocol(name: &str) -> CliResult<&'static Protocol> {
+    protocols::ALL
+        .iter()
+        .copied()
+        .find(|p| p.name == name)
+        .ok_or_else(|| CliError::Usage(format!("the suite names an unknown protocol `{name}`")))
+}
+
+/// σ for our run of a paper row: the paper's σ for the circuit protocols, whose circuits work
+/// on σ-bit items; the other protocols hash to 128 bits whatever the paper's σ.
+fn sigma_of(row: &PaperRow) -> Option<u32> {
+    row.protocol
+        .starts_with("circuit_")
+        .then_some(row.sigma)
+        .flatten()
+}
+
+/// The bench arguments of one setting.
+fn bench_args(row: &PaperRow, network: Option<Profile>, reps: usize) -> CliResult<BenchArgs> {
+    Ok(BenchArgs {
+        protocol: protocol(row.protocol)?,
+        sizes: vec![row.n_recv as usize],
+        sender_sizes: Some(vec![row.n_send as usize]),
+        reps,
+        overlap: 0.5,
+        seed: 1,
+        out: PathBuf::from("bench/out"),
+        transport: vec![Transport::Tcp],
+        kappa: row.kappa,
+        sigma: sigma_of(row),
+        result: ResultKind::Intersection,
+        network,
+        prices: None,
+        timeout: 3600,
+        suite: None,
+        budget: None,
+    })
+}
+
+/// The paper's bytes in bytes.
+fn paper_bytes(row: &PaperRow) -> Option<f64> {
+    row.bytes.map(|b| match row.unit {
+        Unit::MiB => b * (1u64 << 20) as f64,
+        Unit::MB => b * 1e6,
+    })
+}
+
+/// Runs `suite` within `budget` with `reps` repetitions per setting and writes
+/// `<out>/{results.json, README.md, *.png}`. Settings run smallest first; one whose predicted
+/// time would overrun the budget is skipped and says so.
+pub(crate) fn run_suite(
+    suite: &'static Suite,
+    budget: Duration,
+    reps: usize,
+    out: &Path,
+) -> CliResult<SuiteReport> {
+    let start = Instant::now();
+    let mut order: Vec<usize> = (0..suite.rows.len()).collect();
+    order.sort_by_key(|&i| {
+        let r = &suite.rows[i];
+        (r.n_recv + r.n_send, r.threads, i)
+    });
+    // Loopback wall times per (protocol, threads, κ, σ), from the calibration runs.
+    let mut cal: BTreeMap<(&str, usize, u32, Option<u32>), Calibration> = BTreeMap::new();
+    let mut loopback: BTreeMap<Setting, f64> = BTreeMap::new();
+    let mut calibration = Vec::new();
+    let mut outcomes: Vec<Option<Outcome>> = suite.rows.iter().map(|_| None).collect();
+    for i in order {
+        let row = suite.rows[i];
+        let network = row
+            .network
+            .map(parse_profile)
+            .transpose()
+            .map_err(CliError::Usage)?;
+        let key = (row.protocol, row.threads, row.kappa, sigma_of(&row));
+        let setting = (
+            row.protocol,
+            row.n_recv,
+            row.n_send,
+            row.threads,
+            row.kappa,
+            sigma_of(&row),
+        );
+        let p = protocol(row.protocol)?;
+        let sizes = Sizes {
+            n_recv: row.n_recv,
+            n_send: row.n_send,
+            kappa: row.kappa,
+            lambda: 40,
+        };
+        let left = budget.saturating_sub(start.elapsed()).as_secs_f64();
+        // What the setting should take: the model on our loopback time (this run's, else what
+        // `bench` left in bench/out), else a quarter of the paper's as a first guess.
+        let guess_compute = cal
+            .get(&key)
+            .and_then(|c| c.seconds(row.n_recv, row.n_send))
+            .or_else(|| {
+                Calibration::load(Path::new("bench/out"), row.protocol, row.threads)
+                    .ok()
+                    .and_then(|c| c.seconds(row.n_recv, row.n_send))
+            })
+            .or(row.seconds.map(|s| s / 4.0));
+        let guess = predict(p, &sizes, network.as_ref(), guess_compute)
+            .ok()
+            .and_then(|g| g.seconds);
+        let need = guess.map_or(0.0, |g| g * (reps as f64 + f64::from(network.is_some())));
+        let mut outcome = Outcome {
+            paper: row,
+            ours: None,
+            skipped: None,
+            speedup: None,
+            bytes_ratio: None,
+            predicted_seconds: None,
+            predicted_over_measured: None,
+        };
+        if need > left {
+            outcome.skipped = Some(format!(
+                "over the budget: about {need:.0} s predicted, {left:.0} s left"
+            ));
+            eprintln!(
+                "{}: {} at {}x{}: skipped ({})",
+                suite.name,
+                row.protocol,
+                row.n_recv,
+                row.n_send,
+                outcome.skipped.as_deref().unwrap_or_default()
+            );
+            outcomes[i] = Some(outcome);
+            continue;
+        }
+        // A shaped setting first gets a loopback run at the same sizes, for the model.
+        if network.is_some() && !loopback.contains_key(&setting) {
+            let a = bench_args(&row, None, 1)?;
+            let r = measure(&a, row.threads)?.remove(0);
+            loopback.insert(setting, r.wall_seconds);
+            cal.entry(key)
+                .or_default()
+                .add(row.n_recv, row.n_send, r.wall_seconds);
+            calibration.push(r);
+        }
+        let a = bench_args(&row, network.clone(), reps)?;
+        let ours = measure(&a, row.threads)?.remove(0);
+        if network.is_none() {
+            loopback.insert(setting, ours.wall_seconds);
+            cal.entry(key)
+                .or_default()
+                .add(row.n_recv, row.n_send, ours.wall_seconds);
+        }
+        let bytes = (ours.bytes_receiver_to_sender + ours.bytes_sender_to_receiver) as f64;
+        outcome.speedup = row.seconds.map(|s| s / ours.wall_seconds);
+        outcome.bytes_ratio = paper_bytes(&row).map(|b| bytes / b);
+        if network.is_some() {
+            let compute = loopback.get(&setting).copied();
+            outcome.predicted_seconds = predict(p, &sizes, network.as_ref(), compute)
+                .ok()
+                .and_then(|g| g.seconds);
+            outcome.predicted_over_measured =
+                outcome.predicted_seconds.map(|t| t / ours.wall_seconds);
+        }
+        outcome.ours = Some(ours);
+        outcomes[i] = Some(outcome);
+    }
+    let report = SuiteReport {
+        suite: *suite,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        budget_seconds: budget.as_secs_f64(),
+        seconds: start.elapsed().as_secs_f64(),
+        calibration,
+        rows: outcomes.into_iter().flatten().collect(),
+    };
+    write_report(&report, out)?;
+    Ok(report)
+}
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("–".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+fn network_name(row: &PaperRow) -> &'static str {
+    row.network.unwrap_or("loopback")
+}
+
+/// The Markdown report of a suite.
+pub(crate) fn markdown(r: &SuiteReport) -> String {
+    let s = &r.suite;
+    let mut md = format!(
+        "# {}: {}\n\n{}\n\nMeasured by `blindjoin bench --suite {}` on {} cores in {:.0} s \
+         (budget {:.0} s): two party processes per run over loopback TCP, the exact \
+         intersection checked; shaped networks through the user-space relay of `bench \
+         --network` (token bucket per direction, timed delivery queue). Times are medians of \
+         the repetitions; the paper's bytes are in its unit ({}). Speed-up is the paper's time \
+         over ours; predicted is the cost model (`blindjoin params`) on our loopback time at \
+         the same sizes.\n\n",
+        s.name,
+        s.source,
+        s.setting,
+        s.name,
+        r.cores,
+        r.seconds,
+        r.budget_seconds,
+        s.rows.first().map_or("MB", |row| match row.unit {
+            Unit::MiB => "MiB",
+            Unit::MB => "MB",
+        })
+    );
+    md.push_str(
+        "| protocol | paper's row | n1 | n2 | network | threads | κ | paper (s) | ours (s) | \
+         speed-up | predicted (s) | paper bytes | ours (bytes) | ours / paper bytes | peak RSS \
+         (MB) | cost B2B (USD/1000 runs) |\n| --- | --- | ---: | ---: | --- | ---: | ---: | \
+         ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for o in &r.rows {
+        let p = &o.paper;
+        let (ours_s, ours_b, rss, cost) = match &o.ours {
+            Some(x) => (
+                format!("{:.3}", x.wall_seconds),
+                (x.bytes_receiver_to_sender + x.bytes_sender_to_receiver).to_string(),
+                format!(
+                    "{:.0}",
+                    x.peak_rss_receiver_bytes.max(x.peak_rss_sender_bytes) as f64 / 1e6
+                ),
+                format!("{:.3}", x.cost_per_1000_runs.b2b_usd),
+            ),
+            None => (
+                o.skipped.clone().unwrap_or_default(),
+                "–".into(),
+                "–".into(),
+                "–".into(),
+            ),
+        };
+        md.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            p.protocol,
+            p.label,
+            p.n_recv,
+            p.n_send,
+            network_name(p),
+            p.threads,
+            p.kappa,
+            fmt_opt(p.seconds, 2),
+            ours_s,
+            fmt_opt(o.speedup, 1),
+            fmt_opt(o.predicted_seconds, 2),
+            fmt_opt(p.bytes, 1),
+            ours_b,
+            fmt_opt(o.bytes_ratio, 2),
+            rss,
+            cost,
+        ));
+    }
+    md
+}
+
+/// Writes `results.json`, `README.md` and the plots of `r` into `dir`.
+fn write_report(r: &SuiteReport, dir: &Path) -> CliResult<()> {
+    std::fs::create_dir_all(dir).map_err(|source| CliError::File {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut md = markdown(r);
+    let mut pngs = Vec::new();
+    for (file, plot) in plots(r) {
+        if draw(&dir.join(&file), &plot)? {
+            pngs.push((file, plot.title));
+        }
+    }
+    if !pngs.is_empty() {
+        md.push('\n');
+        for (file, title) in pngs {
+            md.push_str(&format!("![{title}]({file})\n\n"));
+        }
+    }
+    write_results(dir, "results", r, &md)?;
+    let readme = dir.join("README.md");
+    std::fs::rename(dir.join("results.md"), &readme).map_err(|source| CliError::File {
+        path: readme,
+        source,
+    })
+}
+
+/// The suite's plots: time and bytes against n per protocol (ours solid, the paper's dashed)
+/// where a protocol has several sizes on one network, and time against bandwidth where it has
+/// one size on several networks.
+fn plots(r: &SuiteReport) -> Vec<(String, Plot)> {
+    let mut out = Vec::new();
+    let mut by_n: BTreeMap<(&str, &str, usize, u32), Vec<&Outcome>> = BTreeMap::new();
+    let mut by_net: BTreeMap<(&str, u64, usize), Vec<&Outcome>> = BTreeMap::new();
+    for o in &r.rows {
+        let p = &o.paper;
+        by_n.entry((p.protocol, network_name(p), p.threads, p.kappa))
+            .or_default()
+            .push(o);
+        by_net
+            .entry((p.protocol, p.n_recv, p.threads))
+            .or_default()
+            .push(o);
+    }
+    let colour = |name: &str| {
+        protocols::ALL
+            .iter()
+            .position(|p| p.name == name)
+            .unwrap_or(0)
+    };
+    let mut time_n = Vec::new();
+    let mut bytes_n = Vec::new();
+    for ((proto, net, threads, kappa), rows) in &by_n {
+        if rows.len() < 2 {
+            continue;
+        }
+        let n = |o: &Outcome| (o.paper.n_recv + o.paper.n_send) as f64 / 2.0;
+        let tag = format!("{proto} ({net}, {threads}t, κ={kappa})");
+        let ours_t = rows
+            .iter()
+            .filter_map(|o| o.ours.as_ref().map(|x| (n(o), x.wall_seconds)))
+            .collect();
+        let paper_t = rows
+            .iter()
+            .filter_map(|o| o.paper.seconds.map(|s| (n(o), s)))
+            .collect();
+        time_n.push(Series {
+            label: format!("{tag} ours"),
+            points: ours_t,
+            dashed: false,
+            colour: colour(proto),
+        });
+        time_n.push(Series {
+            label: format!("{tag} paper"),
+            points: paper_t,
+            dashed: true,
+            colour: colour(proto),
+        });
+        let ours_b = rows
+            .iter()
+            .filter_map(|o| {
+                o.ours.as_ref().map(|x| {
+                    (
+                        n(o),
+                        (x.bytes_receiver_to_sender + x.bytes_sender_to_receiver) as f64,
+                    )
+                })
+            })
+            .collect();
+        let paper_b = rows
+            .iter()
+            .filter_map(|o| paper_bytes(&o.paper).map(|b| (n(o), b)))
+            .collect();
+        bytes_n.push(Series {
+            label: format!("{tag} ours"),
+            points: ours_b,
+            dashed: false,
+            colour: colour(proto),
+        });
+        bytes_n.push(Series {
+            label: format!("{tag} paper"),
+            points: paper_b,
+            dashed: true,
+            colour: colour(proto),
+        });
+    }
+    let title = |what: &str| format!("{}: {what}", r.suite.name);
+    if !time_n.is_empty() {
+        out.push((
+            "time-vs-n.png".to_owned(),
+            Plot {
+                title: title("runtime against n (log-log)"),
+                x_label: "n (items per party)".into(),
+                y_label: "seconds".into(),
+                series: time_n,
+            },
+        ));
+        out.push((
+            "bytes-vs-n.png".to_owned(),
+            Plot {
+                title: title("bytes against n (log-log)"),
+                x_label: "n (items per party)".into(),
+                y_label: "bytes, both directions".into(),
+                series: bytes_n,
+            },
+        ));
+    }
+    let mut time_rate = Vec::new();
+    for ((proto, n, threads), rows) in &by_net {
+        let shaped: Vec<(&Outcome, Profile)> = rows
+            .iter()
+            .filter_map(|o| {
+                o.paper
+                    .network
+                    .and_then(|name| parse_profile(name).ok())
+                    .map(|p| (*o, p))
+            })
+            .collect();
+        let mut rates: Vec<u64> = shaped.iter().map(|(_, p)| p.rate_bits as u64).collect();
+        rates.sort_unstable();
+        rates.dedup();
+        if rates.len() < 2 {
+            continue;
+        }
+        let tag = format!("{proto} (n={n}, {threads}t)");
+        let mbit = |p: &Profile| p.rate_bits / 1e6;
+        for (label, dashed, pick) in [
+            ("ours", false, 0),
+            ("paper", true, 1),
+            ("predicted", true, 2),
+        ] {
+            let points = shaped
+                .iter()
+                .filter_map(|(o, p)| {
+                    let y = match pick {
+                        0 => o.ours.as_ref().map(|x| x.wall_seconds),
+                        1 => o.paper.seconds,
+                        _ => o.predicted_seconds,
+                    };
+                    y.map(|y| (mbit(p), y))
+                })
+                .collect();
+            time_rate.push(Series {
+                label: format!("{tag} {label}"),
+                points,
+                dashed,
+                colour: colour(proto) + if pick == 2 { 5 } else { 0 },
+            });
+        }
+    }
+    if !time_rate.is_empty() {
+        out.push((
+            "time-vs-bandwidth.png".to_owned(),
+            Plot {
+                title: title("runtime against bandwidth (log-log)"),
+                x_label: "Mbit/s per direction".into(),
+                y_label: "seconds".into(),
+                series: time_rate,
+            },
+        ));
+    }
+    out
+}
+
+/// `bench --suite NAME|all`: one suite into `<out>/<name>/`, or every suite into
+/// `<out>/<name>/` with an index `<out>/README.md`, the budget shared out as it goes.
+pub fn run(name: &str, budget: Duration, reps: usize, out: &Path) -> CliResult<()> {
+    if name != "all" {
+        let s = find(name)?;
+        run_suite(s, budget, reps, &out.join(s.name))?;
+        eprintln!("wrote {}", out.join(s.name).display());
+        return Ok(());
+    }
+    let start = Instant::now();
+    let mut index = String::from(
+        "# blindjoin against the papers' tables\n\nEach suite re-measures one table of the \
+         papers with our protocols (`blindjoin bench --suite all`); its page has the paper's \
+         figure beside ours, the ratio, the cost model's prediction and the plots.\n\n| suite | \
+         table | rows measured | skipped (budget) |\n| --- | --- | ---: | ---: |\n",
+    );
+    for (k, s) in SUITES.iter().enumerate() {
+        let left = budget.saturating_sub(start.elapsed());
+        let share = left / (SUITES.len() - k) as u32;
+        let r = run_suite(s, share, reps, &out.join(s.name))?;
+        let measured = r.rows.iter().filter(|o| o.ours.is_some()).count();
+        index.push_str(&format!(
+            "| [{}]({}/README.md) | {} | {} | {} |\n",
+            s.name,
+            s.name,
+            s.source,
+            measured,
+            r.rows.len() - measured
+        ));
+    }
+    crate::output::write_atomic(&out.join("README.md"), index.as_bytes())?;
+    eprintln!("wrote {}", out.join("README.md").display());
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_parse() {
+        assert_eq!(parse_budget("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_budget("90s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_budget("2h"), Ok(Duration::from_secs(7200)));
+        assert_eq!(parse_budget("45"), Ok(Duration::from_secs(45)));
+        assert!(parse_budget("0m").is_err());
+        assert!(parse_budget("soon").is_err());
+    }
+}
