@@ -314,13 +314,9 @@ fn bench_sets(
     (recv, send)
 }
 
-/// The sender's value of a benchmark record in a sum run: a whole number in 0..1000 fixed by
-/// the record (FNV-1a).
+/// The sender's value of a benchmark record in a sum run ([`crate::synth::value_of`]).
 pub fn bench_value(record: &[u8]) -> u64 {
-    let h = record.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    h % 1000
+    crate::synth::value_of(record)
 }
 
 /// The receiver's expected result: the indices of the intersection, or its cardinality or

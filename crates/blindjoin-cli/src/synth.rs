@@ -63,13 +63,19 @@ pub struct Person {
     pub canonical_phone: Option<String>,
 }
 
+/// A whole number in 0..1000 fixed by `bytes` (FNV-1a): the generated `spend` of a row, and the
+/// sender's value of a benchmark record in a sum run.
+pub fn value_of(bytes: &[u8]) -> u64 {
+    let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    h % 1000
+}
+
 impl Person {
-    /// The row's `spend` column: a whole number in 0..1000 fixed by its id (FNV-1a of the id).
+    /// The row's `spend` column: [`value_of`] its id.
     pub fn spend(&self) -> u32 {
-        let h = self.id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
-        (h % 1000) as u32
+        value_of(self.id.as_bytes()) as u32
     }
 }
 
