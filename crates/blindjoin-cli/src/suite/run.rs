@@ -3,10 +3,11 @@
 use super::plot::{Plot, Series, draw};
 use super::tables::SUITES;
 use super::{PaperRow, Suite, Unit};
-use crate::bench::{BenchArgs, Row, Transport, measure, write_results};
+use crate::bench::{BenchArgs, Row, Transport, measure};
 use crate::costmodel::{Calibration, predict};
 use crate::error::{CliError, CliResult};
 use crate::netem::{Profile, parse_profile};
+use crate::output::write_atomic;
 use blindjoin_psi::protocol::Sizes;
 use blindjoin_psi::{Protocol, ResultKind, protocols};
 use serde::Serialize;
@@ -148,6 +149,20 @@ pub(crate) fn run_suite(
     let mut loopback: BTreeMap<Setting, f64> = BTreeMap::new();
     let mut calibration = Vec::new();
     let mut outcomes: Vec<Option<Outcome>> = suite.rows.iter().map(|_| None).collect();
+    // The paper's own times per (protocol, threads, κ, σ), scaled to a setting the paper gives
+    // no time for (the row gives only bytes).
+    let mut paper: BTreeMap<(&str, usize, u32, Option<u32>), Calibration> = BTreeMap::new();
+    for row in suite.rows {
+        if let Some(t) = row.seconds {
+            paper
+                .entry((row.protocol, row.threads, row.kappa, sigma_of(row)))
+                .or_default()
+                .add(row.n_recv, row.n_send, t);
+        }
+    }
+    // The time a skipped setting needed, per (protocol, threads, κ, σ): a larger setting of
+    // the same kind needs at least as much.
+    let mut skipped_need: BTreeMap<(&str, usize, u32, Option<u32>), f64> = BTreeMap::new();
     for i in order {
         let row = suite.rows[i];
         let network = row
@@ -173,7 +188,8 @@ pub(crate) fn run_suite(
         };
         let left = budget.saturating_sub(start.elapsed()).as_secs_f64();
         // What the setting should take: the model on our loopback time (this run's, else what
-        // `bench` left in bench/out), else a quarter of the paper's as a first guess.
+        // `bench` left in bench/out), else a quarter of the paper's as a first guess (its time
+        // for this row, or scaled from its nearest row with a time).
         let guess_compute = cal
             .get(&key)
             .and_then(|c| c.seconds(row.n_recv, row.n_send))
@@ -182,11 +198,19 @@ pub(crate) fn run_suite(
                     .ok()
                     .and_then(|c| c.seconds(row.n_recv, row.n_send))
             })
-            .or(row.seconds.map(|s| s / 4.0));
+            .or(row.seconds.map(|s| s / 4.0))
+            .or_else(|| {
+                paper
+                    .get(&key)
+                    .and_then(|c| c.seconds(row.n_recv, row.n_send))
+                    .map(|s| s / 4.0)
+            });
         let guess = predict(p, &sizes, network.as_ref(), guess_compute)
             .ok()
             .and_then(|g| g.seconds);
-        let need = guess.map_or(0.0, |g| g * (reps as f64 + f64::from(network.is_some())));
+        let need = guess
+            .map_or(0.0, |g| g * (reps as f64 + f64::from(network.is_some())))
+            .max(skipped_need.get(&key).copied().unwrap_or(0.0));
         let mut outcome = Outcome {
             paper: row,
             ours: None,
@@ -196,7 +220,8 @@ pub(crate) fn run_suite(
             predicted_seconds: None,
             predicted_over_measured: None,
         };
-        if need > left {
+        if need > left || skipped_need.contains_key(&key) {
+            skipped_need.insert(key, need);
             outcome.skipped = Some(format!(
                 "over the budget: about {need:.0} s predicted, {left:.0} s left"
             ));
@@ -353,12 +378,12 @@ fn write_report(r: &SuiteReport, dir: &Path) -> CliResult<()> {
             md.push_str(&format!("![{title}]({file})\n\n"));
         }
     }
-    write_results(dir, "results", r, &md)?;
-    let readme = dir.join("README.md");
-    std::fs::rename(dir.join("results.md"), &readme).map_err(|source| CliError::File {
-        path: readme,
-        source,
-    })
+    let json = serde_json::to_vec_pretty(r)
+        .map_err(|e| CliError::Usage(format!("cannot encode the results: {e}")))?;
+    write_atomic(&dir.join("results.json"), &json)?;
+    write_atomic(&dir.join("README.md"), md.as_bytes())?;
+    eprintln!("wrote {0}/results.json and {0}/README.md", dir.display());
+    Ok(())
 }
 
 /// The suite's plots: time and bytes against n per protocol (ours solid, the paper's dashed)
@@ -548,7 +573,7 @@ pub fn run(name: &str, budget: Duration, reps: usize, out: &Path) -> CliResult<(
             r.rows.len() - measured
         ));
     }
-    crate::output::write_atomic(&out.join("README.md"), index.as_bytes())?;
+    write_atomic(&out.join("README.md"), index.as_bytes())?;
     eprintln!("wrote {}", out.join("README.md").display());
     Ok(())
 }
