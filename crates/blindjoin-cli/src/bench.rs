@@ -69,10 +69,12 @@ pub struct BenchArgs {
     /// Computational security parameter κ in bits (the protocol must offer it).
     #[arg(long, default_value_t = 128)]
     pub(crate) kappa: u32,
-    /// The circuit protocols' item length σ in bits (PSZ14 ran σ = 32), below the derived one
-    /// if need be (the parties then run with weak parameters allowed). The generated sets keep
-    /// only records whose σ-bit values are all distinct, so the exact intersection is still
-    /// the expected result.
+    /// The item length σ in bits of the circuit protocols and of psz14's short values (PSZ14
+    /// ran σ = 32), below the derived one if need be (the parties then run with weak
+    /// parameters allowed). The generated sets keep only records whose σ-bit values in the
+    /// circuit protocols are all distinct, so their exact intersection is still the expected
+    /// result; psz14 hashes items to σ bits under the session's key, so a false match has
+    /// probability up to 6·n2·2^-σ per run (2^-13.4 at σ = 32, n2 = 2^16).
     #[arg(long)]
     pub(crate) sigma: Option<u32>,
     /// What the receiver learns: `intersection`, `cardinality` or `sum` (of a value per
@@ -91,7 +93,7 @@ pub struct BenchArgs {
     pub(crate) prices: Option<PathBuf>,
     /// Seconds each party of a repetition may run and wait for its peer (`rsa_blind` at
     /// κ = 256 needs more than the default: its key generation and 15360-bit signatures take
-    /// minutes).
+    /// minutes); with --network, plus twice the time the protocol's bytes take at its rate.
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub(crate) timeout: u64,
     /// Re-measure a paper's table with our protocols (psz-tab5, psz-tab7, psz-tab8, cm20-tab2,
@@ -524,6 +526,18 @@ fn one_rep(
     tls: Option<&BenchTls>,
 ) -> CliResult<(PartyResult, PartyResult)> {
     let (p, seed, kappa) = (a.protocol, a.seed, a.kappa);
+    // On a shaped link the parties' deadline grows by twice the time the traffic formula's
+    // bytes take at its rate.
+    let sizes = blindjoin_psi::protocol::Sizes {
+        n_recv: n_recv as u64,
+        n_send: n_send as u64,
+        kappa,
+        lambda: 40,
+    };
+    let transfer = a.network.as_ref().map_or(0.0, |n| {
+        crate::costmodel::predict(p, &sizes, Some(n), None).map_or(0.0, |t| t.transfer_seconds)
+    });
+    let timeout = a.timeout + (2.0 * transfer).ceil() as u64;
     let mut args: Vec<String> = [
         "--kappa",
         &kappa.to_string(),
@@ -538,7 +552,7 @@ fn one_rep(
         "--seed",
         &seed.to_string(),
         "--timeout",
-        &a.timeout.to_string(),
+        &timeout.to_string(),
     ]
     .iter()
     .map(|s| (*s).to_owned())

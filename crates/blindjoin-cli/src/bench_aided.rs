@@ -41,39 +41,42 @@ use std::time::{Duration, Instant};
 pub struct BenchAidedArgs {
     /// The server-aided protocol.
     #[arg(long, short, default_value = "kmrs_semi")]
-    protocol: &'static Protocol,
+    pub(crate) protocol: &'static Protocol,
     /// Set sizes (every client), e.g. 1e6,1e7.
     #[arg(long, value_delimiter = ',', value_parser = parse_size, default_value = "1e5,1e6")]
-    sizes: Vec<usize>,
+    pub(crate) sizes: Vec<usize>,
     /// Clients per run.
     #[arg(long, default_value_t = 2)]
-    clients: u32,
+    pub(crate) clients: u32,
     /// Repetitions per size (medians are reported).
     #[arg(long, default_value_t = 3)]
-    reps: usize,
+    pub(crate) reps: usize,
     /// Fraction of a set that every client has.
     #[arg(long, default_value_t = 0.5)]
-    overlap: f64,
+    pub(crate) overlap: f64,
     /// Seed of the generated sets.
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub(crate) seed: u64,
     /// The server's store (`blindjoin server --store`).
     #[arg(long, default_value = "memory")]
-    store: String,
+    pub(crate) store: String,
     /// Skip the plaintext baseline.
     #[arg(long)]
-    no_baseline: bool,
+    pub(crate) no_baseline: bool,
     /// kmrs_semi: every client generates its elements as it goes and sorts its labels on disk
     /// under DIR (the external-sort client), for sets larger than memory; implies
     /// --no-baseline.
     #[arg(long, value_name = "DIR")]
-    external: Option<PathBuf>,
+    pub(crate) external: Option<PathBuf>,
     /// With --external: the most labels a client sorts in memory at once (32 bytes each).
     #[arg(long, value_name = "N", default_value = "2^25", value_parser = crate::cli::parse_count)]
-    bucket_labels: u64,
+    pub(crate) bucket_labels: u64,
     /// Directory for the results: `aided-<protocol>-<store>.json` and `.md`.
     #[arg(long, value_name = "DIR", default_value = "bench/out")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
+    /// Measure only the plaintext baseline (a suite's "Plain" rows).
+    #[arg(skip)]
+    pub(crate) only_plaintext: bool,
 }
 
 /// Hidden `bench-aided-client` options: one client of a benchmark run.
@@ -119,23 +122,23 @@ struct ClientResult {
 
 /// One row of the result table.
 #[derive(Debug, Serialize)]
-struct Row {
-    mode: String,
-    store: String,
-    n: usize,
-    clients: u32,
-    reps: usize,
-    threads: usize,
-    wall_seconds: f64,
-    label_len: usize,
-    bytes_to_server: u64,
-    bytes_formula: u64,
-    bytes_from_server: u64,
-    peak_rss_client_bytes: u64,
-    peak_rss_server_bytes: u64,
-    server_bytes_per_label: f64,
-    wall_over_plaintext: Option<f64>,
-    phases_client1: Vec<(String, f64)>,
+pub(crate) struct Row {
+    pub(crate) mode: String,
+    pub(crate) store: String,
+    pub(crate) n: usize,
+    pub(crate) clients: u32,
+    pub(crate) reps: usize,
+    pub(crate) threads: usize,
+    pub(crate) wall_seconds: f64,
+    pub(crate) label_len: usize,
+    pub(crate) bytes_to_server: u64,
+    pub(crate) bytes_formula: u64,
+    pub(crate) bytes_from_server: u64,
+    pub(crate) peak_rss_client_bytes: u64,
+    pub(crate) peak_rss_server_bytes: u64,
+    pub(crate) server_bytes_per_label: f64,
+    pub(crate) wall_over_plaintext: Option<f64>,
+    pub(crate) phases_client1: Vec<(String, f64)>,
 }
 
 /// Client `party`'s elements: the first `overlap` shared by every client, then its own.
@@ -453,6 +456,99 @@ fn one_run(
     Ok((results, rss))
 }
 
+/// Measures one size `n` (the `si`-th of the run): the protocol's row, then the plaintext
+/// baseline's unless it is skipped (or only the baseline with `only_plaintext`); with both,
+/// the protocol's row carries its time over the baseline's.
+pub(crate) fn measure(
+    a: &BenchAidedArgs,
+    threads: usize,
+    si: usize,
+    n: usize,
+) -> CliResult<Vec<Row>> {
+    let modes: &[bool] = if a.only_plaintext {
+        &[true]
+    } else if a.no_baseline || a.external.is_some() {
+        &[false]
+    } else {
+        &[false, true]
+    };
+    let mut rows = Vec::new();
+    let overlap = (n as f64 * a.overlap) as usize;
+    let mut per_mode: Vec<Vec<(Vec<ClientResult>, u64)>> =
+        modes.iter().map(|_| Vec::new()).collect();
+    for rep in 0..a.reps {
+        for (mi, &plain) in modes.iter().enumerate() {
+            let run = format!("bench-{si}-{rep}-{mi}");
+            per_mode[mi].push(one_run(a, threads, n, overlap, plain, &run)?);
+        }
+    }
+    let mut mode_walls = Vec::new();
+    for (mi, &plain) in modes.iter().enumerate() {
+        let reps = &per_mode[mi];
+        let walls: Vec<f64> = reps
+            .iter()
+            .map(|(r, _)| r.iter().map(|c| c.wall_seconds).fold(0.0, f64::max))
+            .collect();
+        let wall = median(walls.clone());
+        mode_walls.push(wall);
+        let (median_rep, _) = walls
+            .iter()
+            .enumerate()
+            .min_by(|x, y| (x.1 - wall).abs().total_cmp(&(y.1 - wall).abs()))
+            .unwrap_or((0, &0.0));
+        let (clients, server_rss) = &reps[median_rep];
+        let c1 = &clients[0];
+        let len = c1.label_len;
+        // The labels' bytes by the protocol's formula (two clients, default parameters), or
+        // the raw 16-byte elements of the baseline.
+        let formula = if plain {
+            blindjoin_core::channel::framed_bytes(n as u64, 16, LABELS_PER_FRAME)
+        } else {
+            let sizes = Sizes {
+                n_recv: n as u64,
+                n_send: n as u64,
+                kappa: 128,
+                lambda: 40,
+            };
+            (a.protocol.traffic)(&sizes)?
+                .iter()
+                .filter(|(m, _)| *m == MSG_LABELS)
+                .map(|(_, b)| *b)
+                .sum()
+        };
+        let labels_total = (n as u64) * u64::from(a.clients);
+        let row = Row {
+            mode: if plain {
+                "plaintext".into()
+            } else {
+                a.protocol.name.into()
+            },
+            store: a.store.clone(),
+            n,
+            clients: a.clients,
+            reps: a.reps,
+            threads,
+            wall_seconds: wall,
+            label_len: len,
+            bytes_to_server: c1.traffic.bytes_sent,
+            bytes_formula: formula,
+            bytes_from_server: c1.traffic.bytes_received,
+            peak_rss_client_bytes: clients.iter().map(|c| c.peak_rss_bytes).max().unwrap_or(0),
+            peak_rss_server_bytes: *server_rss,
+            server_bytes_per_label: *server_rss as f64 / labels_total as f64,
+            wall_over_plaintext: None,
+            phases_client1: c1.phases.clone(),
+        };
+        rows.push(row);
+    }
+    if modes.len() == 2 {
+        let ratio = mode_walls[0] / mode_walls[1];
+        let k = rows.len() - 2;
+        rows[k].wall_over_plaintext = Some(ratio);
+    }
+    Ok(rows)
+}
+
 /// Runs `blindjoin bench-aided`.
 pub fn run(a: &BenchAidedArgs, threads: Option<usize>) -> CliResult<()> {
     if a.protocol.is_two_party() {
@@ -472,90 +568,13 @@ pub fn run(a: &BenchAidedArgs, threads: Option<usize>) -> CliResult<()> {
             "--external runs kmrs_semi's external-sort client; give -p kmrs_semi".into(),
         ));
     }
-    let modes: &[bool] = if a.no_baseline || a.external.is_some() {
-        &[false]
-    } else {
-        &[false, true]
-    };
     let mut rows = Vec::new();
     let mut md = String::from(
         "| mode | store | n | clients | wall (s) | ℓ (B) | to server (B) | formula (B) | from server (B) | client RSS (MiB) | server RSS (MiB) | server B/label | / plaintext |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for (si, &n) in a.sizes.iter().enumerate() {
-        let overlap = (n as f64 * a.overlap) as usize;
-        let mut per_mode: Vec<Vec<(Vec<ClientResult>, u64)>> =
-            modes.iter().map(|_| Vec::new()).collect();
-        for rep in 0..a.reps {
-            for (mi, &plain) in modes.iter().enumerate() {
-                let run = format!("bench-{si}-{rep}-{mi}");
-                per_mode[mi].push(one_run(a, threads, n, overlap, plain, &run)?);
-            }
-        }
-        let mut mode_walls = Vec::new();
-        for (mi, &plain) in modes.iter().enumerate() {
-            let reps = &per_mode[mi];
-            let walls: Vec<f64> = reps
-                .iter()
-                .map(|(r, _)| r.iter().map(|c| c.wall_seconds).fold(0.0, f64::max))
-                .collect();
-            let wall = median(walls.clone());
-            mode_walls.push(wall);
-            let (median_rep, _) = walls
-                .iter()
-                .enumerate()
-                .min_by(|x, y| (x.1 - wall).abs().total_cmp(&(y.1 - wall).abs()))
-                .unwrap_or((0, &0.0));
-            let (clients, server_rss) = &reps[median_rep];
-            let c1 = &clients[0];
-            let len = c1.label_len;
-            // The labels' bytes by the protocol's formula (two clients, default parameters), or
-            // the raw 16-byte elements of the baseline.
-            let formula = if plain {
-                blindjoin_core::channel::framed_bytes(n as u64, 16, LABELS_PER_FRAME)
-            } else {
-                let sizes = Sizes {
-                    n_recv: n as u64,
-                    n_send: n as u64,
-                    kappa: 128,
-                    lambda: 40,
-                };
-                (a.protocol.traffic)(&sizes)?
-                    .iter()
-                    .filter(|(m, _)| *m == MSG_LABELS)
-                    .map(|(_, b)| *b)
-                    .sum()
-            };
-            let labels_total = (n as u64) * u64::from(a.clients);
-            let row = Row {
-                mode: if plain {
-                    "plaintext".into()
-                } else {
-                    a.protocol.name.into()
-                },
-                store: a.store.clone(),
-                n,
-                clients: a.clients,
-                reps: a.reps,
-                threads,
-                wall_seconds: wall,
-                label_len: len,
-                bytes_to_server: c1.traffic.bytes_sent,
-                bytes_formula: formula,
-                bytes_from_server: c1.traffic.bytes_received,
-                peak_rss_client_bytes: clients.iter().map(|c| c.peak_rss_bytes).max().unwrap_or(0),
-                peak_rss_server_bytes: *server_rss,
-                server_bytes_per_label: *server_rss as f64 / labels_total as f64,
-                wall_over_plaintext: None,
-                phases_client1: c1.phases.clone(),
-            };
-            rows.push(row);
-        }
-        if modes.len() == 2 {
-            let ratio = mode_walls[0] / mode_walls[1];
-            let k = rows.len() - 2;
-            rows[k].wall_over_plaintext = Some(ratio);
-        }
-        for r in &rows[rows.len() - modes.len()..] {
+        let size_rows = measure(a, threads, si, n)?;
+        for r in &size_rows {
             let line = format!(
                 "| {} | {} | {} | {} | {:.3} | {} | {} | {} | {} | {:.0} | {:.0} | {:.1} | {} |\n",
                 r.mode,
@@ -576,6 +595,7 @@ pub fn run(a: &BenchAidedArgs, threads: Option<usize>) -> CliResult<()> {
             eprint!("{line}");
             md.push_str(&line);
         }
+        rows.extend(size_rows);
     }
     let store = a
         .store

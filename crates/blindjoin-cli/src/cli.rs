@@ -167,9 +167,9 @@ pub struct SecurityOpts {
     /// on λ anyway).
     #[arg(long)]
     pub allow_weak: bool,
-    /// The item length σ in bits of the circuit protocols (`circuit_gmw`, `circuit_yao`)
-    /// [default: derived from both set sizes and λ, PSZ14 App. A]; a smaller one needs
-    /// --allow-weak.
+    /// The item length σ in bits of the circuit protocols (`circuit_gmw`, `circuit_yao`) and
+    /// of `psz14`'s short values [default: derived from the set sizes and λ]; a smaller one
+    /// needs --allow-weak.
     #[arg(long)]
     pub sigma: Option<u32>,
 }

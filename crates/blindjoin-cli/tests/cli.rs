@@ -895,6 +895,66 @@ fn a_suite_measures_within_its_budget_and_reports_against_the_paper() {
     }
 }
 
+/// A KMRS14 suite runs its server-aided rows as `bench-aided` runs (two clients and a server)
+/// on a `redis-server` of its own: the plaintext baseline and the protocol are each measured
+/// with one client's bytes, and the paper's time over ours is the speed-up.
+#[test]
+fn a_server_aided_suite_runs_on_its_own_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "bench",
+        "--suite",
+        "kmrs14-tab4",
+        "--budget",
+        "5s",
+        "--reps",
+        "1",
+        "--out",
+        s(dir.path()),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join("kmrs14-tab4/results.json")).unwrap(),
+    )
+    .unwrap();
+    let rows = report["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 15);
+    // The smallest plaintext and SHPSI rows fit any budget; each ran on Redis, as its mode.
+    for (label, mode) in [("Plain", "plaintext"), ("SHPSI", "kmrs_semi")] {
+        let r = rows
+            .iter()
+            .find(|r| r["paper"]["label"] == label && r["paper"]["n_recv"] == 1000)
+            .unwrap();
+        let ours = &r["ours"];
+        assert_eq!(ours["mode"], mode, "{r}");
+        assert!(
+            ours["store"].as_str().unwrap().starts_with("redis://"),
+            "{r}"
+        );
+        assert_eq!(
+            (ours["n"].as_u64(), ours["clients"].as_u64()),
+            (Some(1000), Some(2))
+        );
+        let bytes = ours["bytes_to_server"].as_u64().unwrap();
+        // 1000 labels (ℓ bytes each) or 16-byte elements go to the server, and a bit vector
+        // comes back.
+        assert!(bytes >= 1000 * 8, "{r}");
+        let speedup = r["speedup"].as_f64().unwrap();
+        let paper = r["paper"]["seconds"].as_f64().unwrap();
+        assert!(
+            (speedup - paper / ours["wall_seconds"].as_f64().unwrap()).abs() < 1e-9,
+            "{r}"
+        );
+    }
+    let md = std::fs::read_to_string(dir.path().join("kmrs14-tab4/README.md")).unwrap();
+    assert!(md.contains("two client processes"), "{md}");
+    assert!(md.contains("| `plaintext` | Plain | 1000 |"), "{md}");
+}
+
 /// `params` predicts from the traffic formula and the loopback calibration `bench` wrote.
 #[test]
 fn params_predicts_from_the_formula_and_the_calibration() {

@@ -77,9 +77,9 @@ pub struct RunOptions {
     /// The sender's value of each of its items (aligned with its items), for
     /// [`ResultKind::Sum`]; ignored otherwise.
     pub values: Option<Arc<[u64]>>,
-    /// The bit length σ to which the circuit protocols map items (PSZ14 App. A); `None`
-    /// (default) derives it from the set sizes and λ, so that no two of the n1 + n2 items
-    /// collide except with probability 2^-λ. A smaller σ (PSZ14's experiments use σ = 32)
+    /// The bit length σ to which the circuit protocols map items (PSZ14 App. A), and of
+    /// `psz14`'s short values; `None` (default) derives it from the set sizes and λ, so that
+    /// a collision (a false match) has probability at most 2^-λ. A smaller σ (PSZ14's experiments use σ = 32)
     /// raises that probability and is refused unless [`RunOptions::allow_weak`] is set.
     pub sigma: Option<u32>,
 }

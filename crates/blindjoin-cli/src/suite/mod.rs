@@ -48,6 +48,42 @@ pub struct PaperRow {
     pub bytes: Option<f64>,
     /// The unit of `bytes`.
     pub unit: Unit,
+    /// For a server-aided protocol (KMRS14): the server's store and whether the row is the
+    /// plaintext baseline. `bytes` is then one client's (to and from the server), as KMRS14
+    /// reports it.
+    pub aided: Option<Aided>,
+}
+
+/// How a server-aided row runs: two clients and a `blindjoin server`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Aided {
+    /// The server's store.
+    pub store: Store,
+    /// The plaintext server-aided intersection (raw elements through the same server) rather
+    /// than the protocol.
+    pub plaintext: bool,
+}
+
+/// A server store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Store {
+    /// The server's own memory.
+    Memory,
+    /// A `redis-server` the suite starts on a free loopback port.
+    Redis,
+}
+
+impl PaperRow {
+    /// The row's series in plots and its name in the table: the protocol, or `plaintext` for
+    /// a server-aided baseline row.
+    pub fn series(&self) -> &'static str {
+        match self.aided {
+            Some(Aided {
+                plaintext: true, ..
+            }) => "plaintext",
+            _ => self.protocol,
+        }
+    }
 }
 
 /// A paper's table as a suite.

@@ -2,7 +2,9 @@
 //! DejaVu Sans, read from the system's fonts (Debian's `fonts-dejavu-core`, which
 //! `scripts/test.sh` installs if missing) and rendered by `ab_glyph`.
 
-use crate::error::{CliError, CliResult};
+#[cfg(feature = "plots")]
+use crate::error::CliError;
+use crate::error::CliResult;
 use std::path::Path;
 
 /// One line of a plot.
@@ -14,7 +16,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Dashed (the paper's figures) or solid (ours).
     pub dashed: bool,
-    /// Index into the palette: a protocol keeps its colour across its series.
+    /// The series' colour key: series with one key share a colour, and a plot's keys get the
+    /// palette's colours in order of first appearance.
     pub colour: usize,
 }
 
@@ -32,6 +35,7 @@ pub struct Plot {
 }
 
 /// The range [lo, hi] of positive values, widened by a factor of 1.5 each way.
+#[cfg(feature = "plots")]
 fn range(values: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
     let (lo, hi) = values
         .filter(|v| v.is_finite() && *v > 0.0)
@@ -73,8 +77,17 @@ fn register_font() -> CliResult<()> {
     .map_err(CliError::Usage)
 }
 
-/// Draws `plot` to `path` (PNG, 900 × 600); a plot without a positive point is not drawn and
-/// `Ok(false)` is returned.
+/// The chart's size in pixels; the legend is a column of [`LEGEND`] pixels to its right.
+#[cfg(feature = "plots")]
+const WIDTH: u32 = 900;
+#[cfg(feature = "plots")]
+const HEIGHT: u32 = 640;
+/// The legend column's width in pixels.
+#[cfg(feature = "plots")]
+const LEGEND: u32 = 380;
+
+/// Draws `plot` to `path` (PNG, chart and legend side by side); a plot without a positive
+/// point is not drawn and `Ok(false)` is returned.
 #[cfg(feature = "plots")]
 pub fn draw(path: &Path, plot: &Plot) -> CliResult<bool> {
     use plotters::prelude::*;
@@ -98,31 +111,48 @@ pub fn draw(path: &Path, plot: &Plot) -> CliResult<bool> {
         RGBColor(127, 127, 127),
         RGBColor(188, 189, 34),
     ];
+    // Colours in order of first appearance in this plot, so that a plot's protocols differ.
+    let mut seen: Vec<usize> = Vec::new();
+    let colour_of = |c: usize, seen: &mut Vec<usize>| {
+        let k = seen.iter().position(|&x| x == c).unwrap_or_else(|| {
+            seen.push(c);
+            seen.len() - 1
+        });
+        palette[k % palette.len()]
+    };
+    let colours: Vec<RGBColor> = plot
+        .series
+        .iter()
+        .map(|s| colour_of(s.colour, &mut seen))
+        .collect();
     // Drawn beside the target and renamed into place: the plot is there whole or not at all.
     let name = path
         .file_name()
         .map_or("plot".into(), |n| n.to_string_lossy());
     let partial = path.with_file_name(format!(".{name}.partial.png"));
     {
-        let root = BitMapBackend::new(&partial, (900, 600)).into_drawing_area();
+        let root = BitMapBackend::new(&partial, (WIDTH + LEGEND, HEIGHT)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| fail(&e))?;
-        let mut chart = ChartBuilder::on(&root)
+        let (left, right) = root.split_horizontally(WIDTH);
+        let mut chart = ChartBuilder::on(&left)
             .caption(&plot.title, ("sans-serif", 22))
             .margin(12)
-            .x_label_area_size(45)
-            .y_label_area_size(70)
+            .x_label_area_size(50)
+            .y_label_area_size(75)
             .build_cartesian_2d((xr.0..xr.1).log_scale(), (yr.0..yr.1).log_scale())
             .map_err(|e| fail(&e))?;
         chart
             .configure_mesh()
             .x_desc(plot.x_label.as_str())
             .y_desc(plot.y_label.as_str())
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 16))
+            .x_labels(8)
             .x_label_formatter(&|x| short(*x))
             .y_label_formatter(&|y| short(*y))
             .draw()
             .map_err(|e| fail(&e))?;
-        for s in &plot.series {
-            let colour = palette[s.colour % palette.len()];
+        for (s, &colour) in plot.series.iter().zip(&colours) {
             let mut pts: Vec<(f64, f64)> = s
                 .points
                 .iter()
@@ -131,27 +161,45 @@ pub fn draw(path: &Path, plot: &Plot) -> CliResult<bool> {
                 .collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             let style = ShapeStyle::from(&colour).stroke_width(2);
-            let drawn = if s.dashed {
+            if s.dashed {
                 chart.draw_series(DashedLineSeries::new(pts.clone(), 8, 5, style))
             } else {
                 chart.draw_series(LineSeries::new(pts.clone(), style))
             }
             .map_err(|e| fail(&e))?;
-            drawn.label(s.label.clone()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-            });
-            chart
-                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+            if s.dashed {
+                chart.draw_series(
+                    pts.iter()
+                        .map(|&p| Circle::new(p, 4, colour.stroke_width(1))),
+                )
+            } else {
+                chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+            }
+            .map_err(|e| fail(&e))?;
+        }
+        // The legend, in a column of its own right of the chart: one line per series.
+        let rows = plot.series.len().max(1) as i32;
+        let step = ((HEIGHT as i32 - 40) / rows).clamp(8, 22);
+        let size = (step - 4).clamp(8, 15);
+        for (i, (s, &colour)) in plot.series.iter().zip(&colours).enumerate() {
+            let y = 30 + i as i32 * step;
+            let line = colour.stroke_width(2);
+            if s.dashed {
+                right
+                    .draw(&PathElement::new(vec![(8, y), (15, y)], line))
+                    .and_then(|_| right.draw(&PathElement::new(vec![(20, y), (27, y)], line)))
+            } else {
+                right.draw(&PathElement::new(vec![(8, y), (27, y)], line))
+            }
+            .map_err(|e| fail(&e))?;
+            right
+                .draw(&Text::new(
+                    s.label.clone(),
+                    (34, y - size / 2 - 1),
+                    ("sans-serif", size),
+                ))
                 .map_err(|e| fail(&e))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .label_font(("sans-serif", 11))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(|e| fail(&e))?;
         root.present().map_err(|e| fail(&e))?;
     }
     std::fs::rename(&partial, path).map_err(|source| CliError::File {
@@ -168,6 +216,7 @@ pub fn draw(_path: &Path, _plot: &Plot) -> CliResult<bool> {
 }
 
 /// An axis label: 2^k for powers of two from 2^10 up, else a short decimal.
+#[cfg(feature = "plots")]
 fn short(v: f64) -> String {
     let l = v.log2();
     if v >= 1024.0 && (l - l.round()).abs() < 1e-9 {
@@ -213,13 +262,14 @@ mod tests {
             dashed: true,
             colour: 0,
         });
-        if cfg!(feature = "plots") {
+        #[cfg(feature = "plots")]
+        {
             assert!(draw(&path, &plot).unwrap());
             let png = std::fs::read(&path).unwrap();
             assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+            assert_eq!(short(65536.0), "2^16");
+            assert_eq!(short(2e6), "2M");
+            assert_eq!(short(0.5), "0.50");
         }
-        assert_eq!(short(65536.0), "2^16");
-        assert_eq!(short(2e6), "2M");
-        assert_eq!(short(0.5), "0.50");
     }
 }

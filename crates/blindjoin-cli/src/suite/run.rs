@@ -2,14 +2,16 @@
 
 use super::plot::{Plot, Series, draw};
 use super::tables::SUITES;
-use super::{PaperRow, Suite, Unit};
+use super::{PaperRow, Store, Suite, Unit};
 use crate::bench::{BenchArgs, Row, Transport, measure};
+use crate::bench_aided::{self, BenchAidedArgs};
 use crate::costmodel::{Calibration, predict};
 use crate::error::{CliError, CliResult};
 use crate::netem::{Profile, parse_profile};
 use crate::output::write_atomic;
 use blindjoin_psi::protocol::Sizes;
 use blindjoin_psi::{Protocol, ResultKind, protocols};
+use blindjoin_testkit::redis::RedisServer;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +23,7 @@ pub(crate) struct Outcome {
     /// The paper's figure and setting.
     pub(crate) paper: PaperRow,
     /// Our run in that setting.
-    pub(crate) ours: Option<Row>,
+    pub(crate) ours: Option<Ours>,
     /// Why the setting was not run.
     pub(crate) skipped: Option<String>,
     /// The paper's seconds over ours.
@@ -32,6 +34,49 @@ pub(crate) struct Outcome {
     pub(crate) predicted_seconds: Option<f64>,
     /// Predicted over measured time.
     pub(crate) predicted_over_measured: Option<f64>,
+}
+
+/// Our measurement of a setting.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum Ours {
+    /// A two-party protocol: `bench`'s row.
+    Pair(Row),
+    /// A server-aided protocol or its plaintext baseline: `bench-aided`'s row.
+    Aided(bench_aided::Row),
+}
+
+impl Ours {
+    pub(crate) fn wall_seconds(&self) -> f64 {
+        match self {
+            Ours::Pair(r) => r.wall_seconds,
+            Ours::Aided(r) => r.wall_seconds,
+        }
+    }
+
+    /// Both directions of a two-party run; one client's to and from the server.
+    pub(crate) fn bytes(&self) -> u64 {
+        match self {
+            Ours::Pair(r) => r.bytes_receiver_to_sender + r.bytes_sender_to_receiver,
+            Ours::Aided(r) => r.bytes_to_server + r.bytes_from_server,
+        }
+    }
+
+    /// The largest peak RSS of any party.
+    pub(crate) fn peak_rss(&self) -> u64 {
+        match self {
+            Ours::Pair(r) => r.peak_rss_receiver_bytes.max(r.peak_rss_sender_bytes),
+            Ours::Aided(r) => r.peak_rss_client_bytes.max(r.peak_rss_server_bytes),
+        }
+    }
+
+    /// The B2B cost of 1000 runs (two-party runs only).
+    pub(crate) fn b2b_usd(&self) -> Option<f64> {
+        match self {
+            Ours::Pair(r) => Some(r.cost_per_1000_runs.b2b_usd),
+            Ours::Aided(_) => None,
+        }
+    }
 }
 
 /// A suite's results.
@@ -50,6 +95,9 @@ pub(crate) struct SuiteReport {
     /// The paper's rows with ours.
     pub(crate) rows: Vec<Outcome>,
 }
+
+/// A kind of setting: the series (protocol, or a server-aided baseline), threads, κ and σ.
+type Kind = (&'static str, usize, u32, Option<u32>);
 
 /// A setting's protocol, set sizes, threads, κ and σ.
 type Setting = (&'static str, u64, u64, usize, u32, Option<u32>);
@@ -91,10 +139,10 @@ fn protocol(name: &str) -> CliResult<&'static Protocol> {
 }
 
 /// σ for our run of a paper row: the paper's σ for the circuit protocols, whose circuits work
-/// on σ-bit items; the other protocols hash to 128 bits whatever the paper's σ.
+/// on σ-bit items, and for psz14, whose OTs are over σ-bit short values; the other protocols
+/// hash items to lengths of their own whatever the paper's σ.
 fn sigma_of(row: &PaperRow) -> Option<u32> {
-    row.protocol
-        .starts_with("circuit_")
+    (row.protocol.starts_with("circuit_") || row.protocol == "psz14")
         .then_some(row.sigma)
         .flatten()
 }
@@ -145,24 +193,30 @@ pub(crate) fn run_suite(
         (r.n_recv + r.n_send, r.threads, i)
     });
     // Loopback wall times per (protocol, threads, κ, σ), from the calibration runs.
-    let mut cal: BTreeMap<(&str, usize, u32, Option<u32>), Calibration> = BTreeMap::new();
+    let mut cal: BTreeMap<Kind, Calibration> = BTreeMap::new();
     let mut loopback: BTreeMap<Setting, f64> = BTreeMap::new();
     let mut calibration = Vec::new();
     let mut outcomes: Vec<Option<Outcome>> = suite.rows.iter().map(|_| None).collect();
     // The paper's own times per (protocol, threads, κ, σ), scaled to a setting the paper gives
     // no time for (the row gives only bytes).
-    let mut paper: BTreeMap<(&str, usize, u32, Option<u32>), Calibration> = BTreeMap::new();
+    let mut paper: BTreeMap<Kind, Calibration> = BTreeMap::new();
     for row in suite.rows {
         if let Some(t) = row.seconds {
             paper
-                .entry((row.protocol, row.threads, row.kappa, sigma_of(row)))
+                .entry((row.series(), row.threads, row.kappa, sigma_of(row)))
                 .or_default()
                 .add(row.n_recv, row.n_send, t);
         }
     }
     // The time a skipped setting needed, per (protocol, threads, κ, σ): a larger setting of
     // the same kind needs at least as much.
-    let mut skipped_need: BTreeMap<(&str, usize, u32, Option<u32>), f64> = BTreeMap::new();
+    let mut skipped_need: BTreeMap<Kind, f64> = BTreeMap::new();
+    // Server-aided rows run with every core (KMRS14 ran 10 to 100 threads on 8 cores), and
+    // the Redis rows on one redis-server started here.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut redis: Option<RedisServer> = None;
+    // Unshaped measurements per kind with the paper's time there: (n1 + n2, ours, paper).
+    let mut grown: BTreeMap<Kind, Vec<(u64, f64, f64)>> = BTreeMap::new();
     for i in order {
         let row = suite.rows[i];
         let network = row
@@ -170,7 +224,7 @@ pub(crate) fn run_suite(
             .map(parse_profile)
             .transpose()
             .map_err(CliError::Usage)?;
-        let key = (row.protocol, row.threads, row.kappa, sigma_of(&row));
+        let key = (row.series(), row.threads, row.kappa, sigma_of(&row));
         let setting = (
             row.protocol,
             row.n_recv,
@@ -187,12 +241,32 @@ pub(crate) fn run_suite(
             lambda: 40,
         };
         let left = budget.saturating_sub(start.elapsed()).as_secs_f64();
-        // What the setting should take: the model on our loopback time (this run's, else what
-        // `bench` left in bench/out), else a quarter of the paper's as a first guess (its time
-        // for this row, or scaled from its nearest row with a time).
-        let guess_compute = cal
-            .get(&key)
-            .and_then(|c| c.seconds(row.n_recv, row.n_send))
+        // What the setting should take. Unshaped: our time at the nearest size of the kind
+        // measured here, scaled as the paper's own times grow between the two sizes (KMRS14's
+        // dummy sets make small runs cost more than n·log n says). Else the model on our
+        // loopback time (this run's, else what `bench` left in bench/out), else a quarter of
+        // the paper's as a first guess (its time for this row, or scaled from its nearest row
+        // with a time).
+        let by_paper = || {
+            let t = row.seconds?;
+            let n = (row.n_recv + row.n_send) as f64;
+            grown
+                .get(&key)?
+                .iter()
+                .min_by(|a, b| {
+                    let d = |p: &(u64, f64, f64)| (p.0 as f64 / n).ln().abs();
+                    d(a).total_cmp(&d(b))
+                })
+                .map(|&(_, ours, paper)| ours * t / paper)
+        };
+        let guess_compute = network
+            .is_none()
+            .then(by_paper)
+            .flatten()
+            .or_else(|| {
+                cal.get(&key)
+                    .and_then(|c| c.seconds(row.n_recv, row.n_send))
+            })
             .or_else(|| {
                 Calibration::load(Path::new("bench/out"), row.protocol, row.threads)
                     .ok()
@@ -205,9 +279,12 @@ pub(crate) fn run_suite(
                     .and_then(|c| c.seconds(row.n_recv, row.n_send))
                     .map(|s| s / 4.0)
             });
-        let guess = predict(p, &sizes, network.as_ref(), guess_compute)
-            .ok()
-            .and_then(|g| g.seconds);
+        let guess = match network {
+            None => guess_compute,
+            Some(_) => predict(p, &sizes, network.as_ref(), guess_compute)
+                .ok()
+                .and_then(|g| g.seconds),
+        };
         let need = guess
             .map_or(0.0, |g| g * (reps as f64 + f64::from(network.is_some())))
             .max(skipped_need.get(&key).copied().unwrap_or(0.0));
@@ -236,6 +313,60 @@ pub(crate) fn run_suite(
             outcomes[i] = Some(outcome);
             continue;
         }
+        if let Some(aided) = row.aided {
+            let store = match aided.store {
+                Store::Memory => "memory".to_owned(),
+                Store::Redis => {
+                    if !cfg!(feature = "redis-store") {
+                        outcome.skipped = Some("this build has no Redis store".into());
+                        outcomes[i] = Some(outcome);
+                        continue;
+                    }
+                    if redis.is_none() {
+                        match RedisServer::start() {
+                            Ok(r) => redis = Some(r),
+                            Err(e) => {
+                                outcome.skipped = Some(format!("no Redis: {e}"));
+                                outcomes[i] = Some(outcome);
+                                continue;
+                            }
+                        }
+                    }
+                    redis.as_ref().map(RedisServer::url).unwrap_or_default()
+                }
+            };
+            let a = BenchAidedArgs {
+                protocol: p,
+                sizes: vec![row.n_recv as usize],
+                clients: 2,
+                reps,
+                overlap: 0.5,
+                seed: 1,
+                store,
+                no_baseline: true,
+                external: None,
+                bucket_labels: 1 << 25,
+                out: PathBuf::from("bench/out"),
+                only_plaintext: aided.plaintext,
+            };
+            let ours = bench_aided::measure(&a, cores, 0, row.n_recv as usize)?.remove(0);
+            cal.entry(key)
+                .or_default()
+                .add(row.n_recv, row.n_send, ours.wall_seconds);
+            let ours = Ours::Aided(ours);
+            if let Some(t) = row.seconds {
+                grown.entry(key).or_default().push((
+                    row.n_recv + row.n_send,
+                    ours.wall_seconds(),
+                    t,
+                ));
+            }
+            outcome.speedup = row.seconds.map(|s| s / ours.wall_seconds());
+            outcome.bytes_ratio = paper_bytes(&row).map(|b| ours.bytes() as f64 / b);
+            outcome.ours = Some(ours);
+            outcomes[i] = Some(outcome);
+            continue;
+        }
         // A shaped setting first gets a loopback run at the same sizes, for the model.
         if network.is_some() && !loopback.contains_key(&setting) {
             let a = bench_args(&row, None, 1)?;
@@ -249,6 +380,12 @@ pub(crate) fn run_suite(
         let a = bench_args(&row, network.clone(), reps)?;
         let ours = measure(&a, row.threads)?.remove(0);
         if network.is_none() {
+            if let Some(t) = row.seconds {
+                grown
+                    .entry(key)
+                    .or_default()
+                    .push((row.n_recv + row.n_send, ours.wall_seconds, t));
+            }
             loopback.insert(setting, ours.wall_seconds);
             cal.entry(key)
                 .or_default()
@@ -265,12 +402,12 @@ pub(crate) fn run_suite(
             outcome.predicted_over_measured =
                 outcome.predicted_seconds.map(|t| t / ours.wall_seconds);
         }
-        outcome.ours = Some(ours);
+        outcome.ours = Some(Ours::Pair(ours));
         outcomes[i] = Some(outcome);
     }
     let report = SuiteReport {
         suite: *suite,
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cores,
         budget_seconds: budget.as_secs_f64(),
         seconds: start.elapsed().as_secs_f64(),
         calibration,
@@ -293,12 +430,9 @@ pub(crate) fn markdown(r: &SuiteReport) -> String {
     let s = &r.suite;
     let mut md = format!(
         "# {}: {}\n\n{}\n\nMeasured by `blindjoin bench --suite {}` on {} cores in {:.0} s \
-         (budget {:.0} s): two party processes per run over loopback TCP, the exact \
-         intersection checked; shaped networks through the user-space relay of `bench \
-         --network` (token bucket per direction, timed delivery queue). Times are medians of \
-         the repetitions; the paper's bytes are in its unit ({}). Speed-up is the paper's time \
-         over ours; predicted is the cost model (`blindjoin params`) on our loopback time at \
-         the same sizes.\n\n",
+         (budget {:.0} s): {}, the exact intersection checked. Times are medians of the \
+         repetitions; the paper's bytes are in its unit ({}). Speed-up is the paper's time \
+         over ours{}.\n\n",
         s.name,
         s.source,
         s.setting,
@@ -306,10 +440,25 @@ pub(crate) fn markdown(r: &SuiteReport) -> String {
         r.cores,
         r.seconds,
         r.budget_seconds,
+        if s.rows.iter().any(|row| row.aided.is_some()) {
+            "per run a `blindjoin server` and two client processes over loopback TCP \
+             (`bench-aided`), every process with all the machine's cores whatever the paper's \
+             thread count; bytes are one client's, to and from the server"
+        } else {
+            "two party processes per run over loopback TCP, shaped networks through the \
+             user-space relay of `bench --network` (token bucket per direction, timed delivery \
+             queue)"
+        },
         s.rows.first().map_or("MB", |row| match row.unit {
             Unit::MiB => "MiB",
             Unit::MB => "MB",
-        })
+        }),
+        if s.rows.iter().any(|row| row.network.is_some()) {
+            "; predicted is the cost model (`blindjoin params`) on our loopback time at the \
+             same sizes"
+        } else {
+            ""
+        }
     );
     md.push_str(
         "| protocol | paper's row | n1 | n2 | network | threads | κ | paper (s) | ours (s) | \
@@ -321,13 +470,10 @@ pub(crate) fn markdown(r: &SuiteReport) -> String {
         let p = &o.paper;
         let (ours_s, ours_b, rss, cost) = match &o.ours {
             Some(x) => (
-                format!("{:.3}", x.wall_seconds),
-                (x.bytes_receiver_to_sender + x.bytes_sender_to_receiver).to_string(),
-                format!(
-                    "{:.0}",
-                    x.peak_rss_receiver_bytes.max(x.peak_rss_sender_bytes) as f64 / 1e6
-                ),
-                format!("{:.3}", x.cost_per_1000_runs.b2b_usd),
+                format!("{:.3}", x.wall_seconds()),
+                x.bytes().to_string(),
+                format!("{:.0}", x.peak_rss() as f64 / 1e6),
+                fmt_opt(x.b2b_usd(), 3),
             ),
             None => (
                 o.skipped.clone().unwrap_or_default(),
@@ -338,7 +484,7 @@ pub(crate) fn markdown(r: &SuiteReport) -> String {
         };
         md.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            p.protocol,
+            p.series(),
             p.label,
             p.n_recv,
             p.n_send,
@@ -387,156 +533,150 @@ fn write_report(r: &SuiteReport, dir: &Path) -> CliResult<()> {
 }
 
 /// The suite's plots: time and bytes against n per protocol (ours solid, the paper's dashed)
-/// where a protocol has several sizes on one network, and time against bandwidth where it has
-/// one size on several networks.
+/// where a protocol has several sizes on one network, one plot per network, thread count and
+/// κ; and time against bandwidth where it has one size on several networks, one plot per size
+/// and thread count.
 fn plots(r: &SuiteReport) -> Vec<(String, Plot)> {
-    let mut out = Vec::new();
-    let mut by_n: BTreeMap<(&str, &str, usize, u32), Vec<&Outcome>> = BTreeMap::new();
-    let mut by_net: BTreeMap<(&str, u64, usize), Vec<&Outcome>> = BTreeMap::new();
+    type Group<'a> = BTreeMap<&'a str, Vec<&'a Outcome>>;
+    let mut by_n: BTreeMap<(&str, usize, u32), Group> = BTreeMap::new();
+    let mut by_net: BTreeMap<(u64, usize), Group> = BTreeMap::new();
     for o in &r.rows {
         let p = &o.paper;
-        by_n.entry((p.protocol, network_name(p), p.threads, p.kappa))
+        by_n.entry((network_name(p), p.threads, p.kappa))
+            .or_default()
+            .entry(p.series())
             .or_default()
             .push(o);
-        by_net
-            .entry((p.protocol, p.n_recv, p.threads))
-            .or_default()
-            .push(o);
+        if p.network.is_some() {
+            by_net
+                .entry((p.n_recv, p.threads))
+                .or_default()
+                .entry(p.series())
+                .or_default()
+                .push(o);
+        }
     }
     let colour = |name: &str| {
         protocols::ALL
             .iter()
             .position(|p| p.name == name)
-            .unwrap_or(0)
+            .unwrap_or(protocols::ALL.len())
     };
-    let mut time_n = Vec::new();
-    let mut bytes_n = Vec::new();
-    for ((proto, net, threads, kappa), rows) in &by_n {
-        if rows.len() < 2 {
+    let line = |label: String, points: Vec<(f64, f64)>, dashed: bool, colour: usize| Series {
+        label,
+        points,
+        dashed,
+        colour,
+    };
+    let points =
+        |rows: &[&Outcome], x: &dyn Fn(&Outcome) -> f64, y: &dyn Fn(&Outcome) -> Option<f64>| {
+            rows.iter()
+                .filter_map(|o| y(o).map(|y| (x(o), y)))
+                .collect::<Vec<_>>()
+        };
+    let title = |what: &str| format!("{}: {what}", r.suite.name);
+    let mut out = Vec::new();
+    let n = |o: &Outcome| (o.paper.n_recv + o.paper.n_send) as f64 / 2.0;
+    let several = by_n.len() > 1;
+    for ((net, threads, kappa), group) in &by_n {
+        let (mut time, mut bytes) = (Vec::new(), Vec::new());
+        for (proto, rows) in group.iter().filter(|(_, rows)| rows.len() > 1) {
+            let c = colour(proto);
+            let ours_t = points(rows, &n, &|o| o.ours.as_ref().map(Ours::wall_seconds));
+            let ours_b = points(rows, &n, &|o| o.ours.as_ref().map(|x| x.bytes() as f64));
+            time.push(line(format!("{proto} ours"), ours_t, false, c));
+            time.push(line(
+                format!("{proto} paper"),
+                points(rows, &n, &|o| o.paper.seconds),
+                true,
+                c,
+            ));
+            bytes.push(line(format!("{proto} ours"), ours_b, false, c));
+            bytes.push(line(
+                format!("{proto} paper"),
+                points(rows, &n, &|o| paper_bytes(&o.paper)),
+                true,
+                c,
+            ));
+        }
+        if time.is_empty() {
             continue;
         }
-        let n = |o: &Outcome| (o.paper.n_recv + o.paper.n_send) as f64 / 2.0;
-        let tag = format!("{proto} ({net}, {threads}t, κ={kappa})");
-        let ours_t = rows
-            .iter()
-            .filter_map(|o| o.ours.as_ref().map(|x| (n(o), x.wall_seconds)))
-            .collect();
-        let paper_t = rows
-            .iter()
-            .filter_map(|o| o.paper.seconds.map(|s| (n(o), s)))
-            .collect();
-        time_n.push(Series {
-            label: format!("{tag} ours"),
-            points: ours_t,
-            dashed: false,
-            colour: colour(proto),
-        });
-        time_n.push(Series {
-            label: format!("{tag} paper"),
-            points: paper_t,
-            dashed: true,
-            colour: colour(proto),
-        });
-        let ours_b = rows
-            .iter()
-            .filter_map(|o| {
-                o.ours.as_ref().map(|x| {
-                    (
-                        n(o),
-                        (x.bytes_receiver_to_sender + x.bytes_sender_to_receiver) as f64,
-                    )
-                })
-            })
-            .collect();
-        let paper_b = rows
-            .iter()
-            .filter_map(|o| paper_bytes(&o.paper).map(|b| (n(o), b)))
-            .collect();
-        bytes_n.push(Series {
-            label: format!("{tag} ours"),
-            points: ours_b,
-            dashed: false,
-            colour: colour(proto),
-        });
-        bytes_n.push(Series {
-            label: format!("{tag} paper"),
-            points: paper_b,
-            dashed: true,
-            colour: colour(proto),
-        });
-    }
-    let title = |what: &str| format!("{}: {what}", r.suite.name);
-    if !time_n.is_empty() {
+        let setting = format!("{net}, {threads} thread(s), κ = {kappa}");
+        let suffix = if several {
+            format!("-{net}-{threads}t-k{kappa}")
+        } else {
+            String::new()
+        };
         out.push((
-            "time-vs-n.png".to_owned(),
+            format!("time-vs-n{suffix}.png"),
             Plot {
-                title: title("runtime against n (log-log)"),
+                title: title(&format!("runtime against n ({setting})")),
                 x_label: "n (items per party)".into(),
                 y_label: "seconds".into(),
-                series: time_n,
+                series: time,
             },
         ));
         out.push((
-            "bytes-vs-n.png".to_owned(),
+            format!("bytes-vs-n{suffix}.png"),
             Plot {
-                title: title("bytes against n (log-log)"),
+                title: title(&format!("bytes against n ({setting})")),
                 x_label: "n (items per party)".into(),
-                y_label: "bytes, both directions".into(),
-                series: bytes_n,
+                y_label: "bytes".into(),
+                series: bytes,
             },
         ));
     }
-    let mut time_rate = Vec::new();
-    for ((proto, n, threads), rows) in &by_net {
-        let shaped: Vec<(&Outcome, Profile)> = rows
-            .iter()
-            .filter_map(|o| {
-                o.paper
-                    .network
-                    .and_then(|name| parse_profile(name).ok())
-                    .map(|p| (*o, p))
-            })
-            .collect();
-        let mut rates: Vec<u64> = shaped.iter().map(|(_, p)| p.rate_bits as u64).collect();
-        rates.sort_unstable();
-        rates.dedup();
-        if rates.len() < 2 {
+    let mbit = |o: &Outcome| {
+        o.paper
+            .network
+            .and_then(|name| parse_profile(name).ok())
+            .map_or(0.0, |p| p.rate_bits / 1e6)
+    };
+    let several = by_net.len() > 1;
+    for ((size, threads), group) in &by_net {
+        let mut time = Vec::new();
+        for (proto, rows) in group {
+            let mut rates: Vec<u64> = rows.iter().map(|o| mbit(o) as u64).collect();
+            rates.sort_unstable();
+            rates.dedup();
+            if rates.len() < 2 {
+                continue;
+            }
+            let c = colour(proto);
+            let ours = points(rows, &mbit, &|o| o.ours.as_ref().map(Ours::wall_seconds));
+            time.push(line(format!("{proto} ours"), ours, false, c));
+            time.push(line(
+                format!("{proto} paper"),
+                points(rows, &mbit, &|o| o.paper.seconds),
+                true,
+                c,
+            ));
+            let predicted = points(rows, &mbit, &|o| o.predicted_seconds);
+            time.push(line(
+                format!("{proto} predicted"),
+                predicted,
+                true,
+                c + 1000,
+            ));
+        }
+        if time.is_empty() {
             continue;
         }
-        let tag = format!("{proto} (n={n}, {threads}t)");
-        let mbit = |p: &Profile| p.rate_bits / 1e6;
-        for (label, dashed, pick) in [
-            ("ours", false, 0),
-            ("paper", true, 1),
-            ("predicted", true, 2),
-        ] {
-            let points = shaped
-                .iter()
-                .filter_map(|(o, p)| {
-                    let y = match pick {
-                        0 => o.ours.as_ref().map(|x| x.wall_seconds),
-                        1 => o.paper.seconds,
-                        _ => o.predicted_seconds,
-                    };
-                    y.map(|y| (mbit(p), y))
-                })
-                .collect();
-            time_rate.push(Series {
-                label: format!("{tag} {label}"),
-                points,
-                dashed,
-                colour: colour(proto) + if pick == 2 { 5 } else { 0 },
-            });
-        }
-    }
-    if !time_rate.is_empty() {
+        let suffix = if several {
+            format!("-n{size}-{threads}t")
+        } else {
+            String::new()
+        };
         out.push((
-            "time-vs-bandwidth.png".to_owned(),
+            format!("time-vs-bandwidth{suffix}.png"),
             Plot {
-                title: title("runtime against bandwidth (log-log)"),
+                title: title(&format!(
+                    "runtime against bandwidth (n = {size}, {threads} thread(s))"
+                )),
                 x_label: "Mbit/s per direction".into(),
                 y_label: "seconds".into(),
-                series: time_rate,
+                series: time,
             },
         ));
     }

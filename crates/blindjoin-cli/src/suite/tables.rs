@@ -4,7 +4,8 @@
 //! `spec-kmrs14-rr17-cm20.md` B3-B5 and C3), checked against the papers' texts. Each suite
 //! names its note section and the paper's rows it leaves out, with the reason.
 
-use super::{PaperRow, Suite, Unit};
+use super::Suite;
+use super::{Aided, PaperRow, Store, Unit};
 
 /// A row with n items on both sides (every table here gives one n for both parties).
 #[allow(clippy::too_many_arguments)]
@@ -32,6 +33,7 @@ const fn row(
         seconds,
         bytes,
         unit,
+        aided: None,
     }
 }
 
@@ -631,6 +633,358 @@ const RR17_FIGS: &[PaperRow] = &[
     rr("rr17_de", DE, 24, None, 64, Some(25.0), None),
 ];
 
+/// KMRS14's rows: two clients holding n 16-byte elements each, κ = 128, communication one
+/// client's in MB (10^6 bytes, note A5), no network of ours (loopback: Tab. 1 and 3 ran between
+/// Azure regions over the Internet at a bandwidth the paper does not give, Tab. 2 on a LAN).
+#[allow(clippy::too_many_arguments)]
+const fn km(
+    protocol: &'static str,
+    label: &'static str,
+    n: u64,
+    threads: usize,
+    ms: Option<f64>,
+    mb: Option<f64>,
+    store: Store,
+    plaintext: bool,
+) -> PaperRow {
+    PaperRow {
+        protocol,
+        label,
+        n_recv: n,
+        n_send: n,
+        network: None,
+        threads,
+        kappa: 128,
+        sigma: None,
+        seconds: match ms {
+            Some(ms) => Some(ms / 1000.0),
+            None => None,
+        },
+        bytes: mb,
+        unit: Unit::MB,
+        aided: Some(Aided { store, plaintext }),
+    }
+}
+
+const SH: &str = "SHPSI";
+const SIZE: &str = "SizePSI";
+const PLAIN: &str = "Plain";
+const MPSI: &str = "MPSI";
+const MEM: Store = Store::Memory;
+
+/// spec-kmrs14-rr17-cm20.md A6, Tab. 1: SHPSI's scalability (per-client MB, total time).
+const KMRS14_TAB1: &[PaperRow] = &[
+    km(
+        "kmrs_semi",
+        SH,
+        100_000,
+        20,
+        Some(532.0),
+        Some(1.0),
+        MEM,
+        false,
+    ),
+    km(
+        "kmrs_semi",
+        SH,
+        1_000_000,
+        20,
+        Some(1652.0),
+        Some(10.0),
+        MEM,
+        false,
+    ),
+    km(
+        "kmrs_semi",
+        SH,
+        10_000_000,
+        100,
+        Some(7000.0),
+        Some(114.0),
+        MEM,
+        false,
+    ),
+    km(
+        "kmrs_semi",
+        SH,
+        100_000_000,
+        100,
+        Some(53_000.0),
+        Some(1239.0),
+        MEM,
+        false,
+    ),
+    km(
+        "kmrs_semi",
+        SH,
+        1_000_000_000,
+        100,
+        Some(580_000.0),
+        Some(12_397.0),
+        MEM,
+        false,
+    ),
+];
+
+/// spec-kmrs14-rr17-cm20.md A6, Tab. 2: SHPSI and SizePSI on a LAN, 10 threads, times only.
+const KMRS14_TAB2: &[PaperRow] = &[
+    km("kmrs_semi", SH, 1000, 10, Some(2.0), None, MEM, false),
+    km("kmrs_semi", SH, 10_000, 10, Some(12.0), None, MEM, false),
+    km("kmrs_semi", SH, 50_000, 10, Some(59.0), None, MEM, false),
+    km("kmrs_semi", SH, 100_000, 10, Some(117.0), None, MEM, false),
+    km("kmrs_size", SIZE, 1000, 10, Some(13.0), None, MEM, false),
+    km("kmrs_size", SIZE, 10_000, 10, Some(112.0), None, MEM, false),
+    km("kmrs_size", SIZE, 50_000, 10, Some(488.0), None, MEM, false),
+    km(
+        "kmrs_size",
+        SIZE,
+        100_000,
+        10,
+        Some(996.0),
+        None,
+        MEM,
+        false,
+    ),
+];
+
+/// spec-kmrs14-rr17-cm20.md A6, Tab. 3: SHPSI and SizePSI against the plaintext server-aided
+/// intersection. Threads are not stated; Tab. 1's for the same sizes (20 up to 10^6, 100
+/// above). "1.2GB" is 1200 MB.
+const KMRS14_TAB3: &[PaperRow] = &[
+    km(
+        "kmrs_semi",
+        PLAIN,
+        100_000,
+        20,
+        Some(530.0),
+        None,
+        MEM,
+        true,
+    ),
+    km(
+        "kmrs_semi",
+        PLAIN,
+        1_000_000,
+        20,
+        Some(1600.0),
+        None,
+        MEM,
+        true,
+    ),
+    km(
+        "kmrs_semi",
+        PLAIN,
+        10_000_000,
+        100,
+        Some(7102.0),
+        None,
+        MEM,
+        true,
+    ),
+    km(
+        "kmrs_semi",
+        PLAIN,
+        20_000_000,
+        100,
+        Some(10_780.0),
+        None,
+        MEM,
+        true,
+    ),
+    km(
+        "kmrs_semi",
+        SH,
+        100_000,
+        20,
+        Some(532.0),
+        Some(1.0),
+        MEM,
+        false,
+    ),
+    km(
+        "kmrs_semi",
+        SH,
+        1_000_000,
+        20,
+        Some(1652.0),
+        Some(10.0),
+        MEM,
+        false,
+    ),
+    km(
+        "kmrs_semi",
+        SH,
+        10_000_000,
+        100,
+        Some(7717.0),
+        Some(114.0),
+        MEM,
+        false,
+    ),
+    km(
+        "kmrs_semi",
+        SH,
+        20_000_000,
+        100,
+        Some(11_662.0),
+        Some(228.0),
+        MEM,
+        false,
+    ),
+    km(
+        "kmrs_size",
+        SIZE,
+        100_000,
+        20,
+        Some(2000.0),
+        Some(7.4),
+        MEM,
+        false,
+    ),
+    km(
+        "kmrs_size",
+        SIZE,
+        1_000_000,
+        20,
+        Some(10_232.0),
+        Some(74.3),
+        MEM,
+        false,
+    ),
+    km(
+        "kmrs_size",
+        SIZE,
+        10_000_000,
+        100,
+        Some(82_323.0),
+        Some(619.0),
+        MEM,
+        false,
+    ),
+    km(
+        "kmrs_size",
+        SIZE,
+        20_000_000,
+        100,
+        Some(185_123.0),
+        Some(1200.0),
+        MEM,
+        false,
+    ),
+];
+
+const REDIS: Store = Store::Redis;
+
+/// spec-kmrs14-rr17-cm20.md A6, Tab. 4: the server's store is Redis. Threads are not stated
+/// (Tab. 2's 10). MPSI at 10^7 is the paper's "X" (its Windows Redis port could not hold it).
+const KMRS14_TAB4: &[PaperRow] = &[
+    km("kmrs_semi", PLAIN, 1000, 10, Some(380.3), None, REDIS, true),
+    km(
+        "kmrs_semi",
+        PLAIN,
+        10_000,
+        10,
+        Some(934.0),
+        None,
+        REDIS,
+        true,
+    ),
+    km(
+        "kmrs_semi",
+        PLAIN,
+        100_000,
+        10,
+        Some(2170.4),
+        None,
+        REDIS,
+        true,
+    ),
+    km(
+        "kmrs_semi",
+        PLAIN,
+        1_000_000,
+        10,
+        Some(5798.9),
+        None,
+        REDIS,
+        true,
+    ),
+    km(
+        "kmrs_semi",
+        PLAIN,
+        10_000_000,
+        10,
+        Some(47_041.5),
+        None,
+        REDIS,
+        true,
+    ),
+    km("kmrs_semi", SH, 1000, 10, Some(381.0), None, REDIS, false),
+    km("kmrs_semi", SH, 10_000, 10, Some(939.7), None, REDIS, false),
+    km(
+        "kmrs_semi",
+        SH,
+        100_000,
+        10,
+        Some(2239.8),
+        None,
+        REDIS,
+        false,
+    ),
+    km(
+        "kmrs_semi",
+        SH,
+        1_000_000,
+        10,
+        Some(6496.3),
+        None,
+        REDIS,
+        false,
+    ),
+    km(
+        "kmrs_semi",
+        SH,
+        10_000_000,
+        10,
+        Some(54_020.5),
+        None,
+        REDIS,
+        false,
+    ),
+    km("kmrs_mal", MPSI, 1000, 10, Some(857.4), None, REDIS, false),
+    km(
+        "kmrs_mal",
+        MPSI,
+        10_000,
+        10,
+        Some(2020.0),
+        None,
+        REDIS,
+        false,
+    ),
+    km(
+        "kmrs_mal",
+        MPSI,
+        100_000,
+        10,
+        Some(7368.3),
+        None,
+        REDIS,
+        false,
+    ),
+    km(
+        "kmrs_mal",
+        MPSI,
+        1_000_000,
+        10,
+        Some(61_544.9),
+        None,
+        REDIS,
+        false,
+    ),
+    km("kmrs_mal", MPSI, 10_000_000, 10, None, None, REDIS, false),
+];
+
 /// Every suite, by name.
 pub const SUITES: &[Suite] = &[
     // spec-psz-dcw13.md §10.3 (Tab. 5) and §10.4 (Tab. 6), environment §10.1.
@@ -725,6 +1079,51 @@ pub const SUITES: &[Suite] = &[
                   threads (Fig. 7, LAN), and both parties' communication in the WAN \
                   configuration (Fig. 8).",
         rows: RR17_FIGS,
+    },
+    // spec-kmrs14-rr17-cm20.md A6 (Tab. 1), setup §4.2. Nothing left out.
+    Suite {
+        name: "kmrs14-tab1",
+        source: "KMRS14 Tab. 1 (FC 2014, ePrint 2014/447)",
+        setting: "Three Windows Azure VMs over the Internet (server: 8 cores, 14 GB, West US; \
+                  each client: 8 cores, 7 GB, East US; more RAM at 10^9): SHPSI with two \
+                  clients of n random 16-byte elements, communication per client in MB, total \
+                  time. Ours runs both clients and the server on this machine over loopback \
+                  with all its cores.",
+        rows: KMRS14_TAB1,
+    },
+    // spec-kmrs14-rr17-cm20.md A6 (Tab. 2), setup §4.3. Left out: the column of [23], a
+    // two-party protocol of De Cristofaro and Tsudik whose code the paper got from its
+    // authors (the note does not say which of their protocols; ours are in psz-tab5).
+    Suite {
+        name: "kmrs14-tab2",
+        source: "KMRS14 Tab. 2 (FC 2014, ePrint 2014/447)",
+        setting: "Three Linux machines (3 GHz Xeon, 16 GB) on a LAN, 10 threads: SHPSI and \
+                  SizePSI, time from the clients' start until they output the result, \
+                  communication included. Ours runs all three parties on this machine over \
+                  loopback with all its cores.",
+        rows: KMRS14_TAB2,
+    },
+    // spec-kmrs14-rr17-cm20.md A6 (Tab. 3), setup §4.4. Nothing left out. The note finds
+    // SizePSI's communication unexplained by the paper's t; ours is its formula's.
+    Suite {
+        name: "kmrs14-tab3",
+        source: "KMRS14 Tab. 3 (FC 2014, ePrint 2014/447)",
+        setting: "SHPSI and SizePSI (λ = 3, t = 10^6; ours t = 2^20) against the plaintext server-aided \
+                  intersection (clients send their elements, the server intersects), machines \
+                  probably Tab. 1's Azure WAN: total time and per-client communication. Ours \
+                  runs all three parties on this machine over loopback with all its cores.",
+        rows: KMRS14_TAB3,
+    },
+    // spec-kmrs14-rr17-cm20.md A6 (Tab. 4), §4.5. Nothing left out; MPSI's λ and t are not
+    // stated, ours are kmrs_mal's defaults.
+    Suite {
+        name: "kmrs14-tab4",
+        source: "KMRS14 Tab. 4 (FC 2014, ePrint 2014/447)",
+        setting: "The server's store replaced by Redis (insertions and set-intersection \
+                  queries): plaintext, SHPSI and MPSI, total time. Ours starts its own \
+                  redis-server (persistence off) on a free loopback port and runs all parties \
+                  on this machine with all its cores.",
+        rows: KMRS14_TAB4,
     },
 ];
 
@@ -822,7 +1221,13 @@ mod tests {
                     assert!(x.is_finite() && x > 0.0, "{}: {x}", s.name);
                 }
                 let key = (
-                    r.protocol, r.n_recv, r.n_send, r.network, r.threads, r.kappa, r.sigma,
+                    r.series(),
+                    r.n_recv,
+                    r.n_send,
+                    r.network,
+                    r.threads,
+                    r.kappa,
+                    r.sigma,
                 );
                 assert!(seen.insert(key), "{}: {key:?} twice", s.name);
             }
@@ -841,8 +1246,53 @@ mod tests {
                 ("cm20-tab2", 80),
                 ("dcw13-tab3", 36),
                 ("rr17-fig6", 110),
+                ("kmrs14-tab1", 5),
+                ("kmrs14-tab2", 8),
+                ("kmrs14-tab3", 12),
+                ("kmrs14-tab4", 15),
             ]
         );
+    }
+
+    /// KMRS14's tables in seconds and per-client MB, with the note's derived ratios (A6:
+    /// SHPSI over plaintext 1.004, 1.03, 1.087, 1.082 in Tab. 3).
+    #[test]
+    fn kmrs14_figures() {
+        let find = |suite_name: &str, series: &str, n: u64| -> &'static PaperRow {
+            let rows: Vec<&PaperRow> = suite(suite_name)
+                .rows
+                .iter()
+                .filter(|r| r.series() == series && r.n_recv == n)
+                .collect();
+            assert_eq!(rows.len(), 1, "{suite_name}: {series} at {n}");
+            rows[0]
+        };
+        let r = find("kmrs14-tab1", "kmrs_semi", 1_000_000_000);
+        assert_eq!(
+            (r.seconds, r.bytes, r.threads),
+            (Some(580.0), Some(12_397.0), 100)
+        );
+        let r = find("kmrs14-tab2", "kmrs_size", 50_000);
+        assert_eq!((r.seconds, r.threads), (Some(0.488), 10));
+        let ratios: Vec<f64> = [100_000, 1_000_000, 10_000_000, 20_000_000]
+            .into_iter()
+            .map(|n| {
+                let sh = find("kmrs14-tab3", "kmrs_semi", n).seconds.unwrap();
+                let plain = find("kmrs14-tab3", "plaintext", n).seconds.unwrap();
+                (sh / plain * 1000.0).round() / 1000.0
+            })
+            .collect();
+        assert_eq!(ratios, [1.004, 1.033, 1.087, 1.082]);
+        let r = find("kmrs14-tab4", "kmrs_mal", 10_000_000);
+        assert_eq!(
+            (r.seconds, r.aided.map(|a| a.store)),
+            (None, Some(Store::Redis))
+        );
+        for name in ["kmrs14-tab1", "kmrs14-tab2", "kmrs14-tab3", "kmrs14-tab4"] {
+            for r in suite(name).rows {
+                assert!(r.aided.is_some() && r.unit == Unit::MB, "{name}");
+            }
+        }
     }
 
     #[test]

@@ -50,6 +50,42 @@ fn exact_indices() {
 }
 
 #[test]
+fn a_callers_sigma_is_agreed_and_below_the_formula_needs_allow_weak() {
+    let (r, s, expected) = common::small_sets();
+    // PSZ14's σ = 32 (4 OT blocks per bin instead of the formula's 7 at these sizes).
+    let weak = RunOptions {
+        sigma: Some(32),
+        allow_weak: true,
+        ..fast()
+    };
+    let (ro, so) = common::run(P, &r, &s, &weak, &weak);
+    assert_eq!(ro.unwrap().indices, expected);
+    so.unwrap();
+    // Without allow_weak it is refused before any OT, naming σ.
+    let refused = RunOptions {
+        allow_weak: false,
+        ..weak.clone()
+    };
+    let (ro, _) = common::run(P, &r, &s, &refused, &refused);
+    let e = ro.unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidParam { field: "sigma", .. }),
+        "{e}"
+    );
+    // Above the formula needs nothing more; a peer with the formula's σ is a mismatch.
+    let strong = RunOptions {
+        sigma: Some(80),
+        ..fast()
+    };
+    let (ro, so) = common::run(P, &r, &s, &strong, &strong);
+    assert_eq!(ro.unwrap().indices, expected);
+    so.unwrap();
+    let (ro, so) = common::run(P, &r, &s, &strong, &fast());
+    assert!(ro.is_err());
+    assert_eq!(field_of(&so.unwrap_err()), Some("sigma"));
+}
+
+#[test]
 fn kappa_80_runs_the_same_code() {
     // The Walsh-Hadamard code of length 256 has distance 128 ≥ κ at both of PSZ14 Tab. 2's
     // levels: κ = 80 gives the exact indices with the same traffic formula as κ = 128.

@@ -52,7 +52,11 @@
 //!   2^-ηt ≤ 2^-σ. PSZ App. A's bound d = 2·log2 n − 1 + λ instead keeps all n1 + n2 items
 //!   collision-free (81 bits at n1 = n2 = 2^20 and λ = 40, i.e. 11 blocks, against our 63 bits
 //!   and 8 blocks); §6.2's footnote 7 makes the same point that only items in one bin need
-//!   distinct short values. The test `sigma_values` has both.
+//!   distinct short values. The test `sigma_values` has both. A caller's σ
+//!   ([`crate::RunOptions::sigma`]; PSZ14's experiments take σ = 32, Tab. 5-8) replaces the
+//!   formula and goes into the handshake, so both parties must give the same; one below the
+//!   formula is refused unless [`crate::RunOptions::allow_weak`] is set, since a false match
+//!   then has probability up to (s+2)·n2·2^-σ (2^-13.4 at σ = 32 and n2 = 2^16).
 //! - ℓ2 = λ + ⌈log2(n1·n2)⌉ bits for bin masks and ℓ1 = λ + ⌈log2 n2⌉ bits for stash masks
 //!   (§6.2: "ℓ1 = λ + log2 n1", "ℓ2 = λ + log2 n1 + log2 n2", with PSZ's P1 our sender), each
 //!   rounded up to whole bytes on the wire (`params::tag_bytes`). R compares each of its bin
@@ -132,10 +136,10 @@ mod sender;
 pub use receiver::receive;
 pub use sender::send;
 
+use crate::BaseOt;
 use crate::hashing::{CuckooParams, PSZ_STASH};
 use crate::params::ceil_log2;
 use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
-use crate::BaseOt;
 use crate::protocols::common::{CHUNK, PSI_ROLES, PSZ14, check_tag_len, set_size, tag_len};
 use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::{framed_bytes, msg_bytes};
@@ -161,7 +165,7 @@ pub static PROTOCOL: Protocol = Protocol {
     assumptions: "KK13 1-out-of-256 OT extension on Chou-Orlandi base OTs (CDH), random-oracle hashes",
     roles: PSI_ROLES,
     kappa: &[80, 128],
-    params: |o| params(o.base_ot),
+    params: |o| params(o.base_ot, o.sigma),
     // hello ‖ hello; verdict ‖ verdict; table parameters + base-OT S; base-OT R_i; u columns;
     // masks.
     flights: 6,
@@ -182,7 +186,7 @@ pub static PROTOCOL: Protocol = Protocol {
 /// calls of [`chunk_bins`] virtual bins, 2 sets of n2 bin masks (ℓ2) and s sets of n2 stash
 /// masks (ℓ1), frames of 2^14 masks.
 fn traffic(s: &Sizes) -> Result<Traffic> {
-    let p = Params::new(s.lambda, s.n_recv, s.n_send)?;
+    let p = Params::new(s.lambda, s.n_recv, s.n_send, None, false)?;
     let [base_s, base_r] = traffic::co15(kk13::code_len(ETA));
     let total = p.virtual_bins();
     let u: u64 = (0..total)
@@ -194,8 +198,14 @@ fn traffic(s: &Sizes) -> Result<Traffic> {
         base_s,
         base_r,
         (kk13::MSG_U_COLUMNS, u),
-        (MSG_BIN_MASKS, 2 * framed_bytes(s.n_send, p.bin_mask_len, CHUNK)),
-        (MSG_STASH_MASKS, STASH as u64 * framed_bytes(s.n_send, p.stash_mask_len, CHUNK)),
+        (
+            MSG_BIN_MASKS,
+            2 * framed_bytes(s.n_send, p.bin_mask_len, CHUNK),
+        ),
+        (
+            MSG_STASH_MASKS,
+            STASH as u64 * framed_bytes(s.n_send, p.stash_mask_len, CHUNK),
+        ),
     ])
 }
 
@@ -265,17 +275,36 @@ pub(crate) struct Params {
 }
 
 impl Params {
-    pub(crate) fn new(lambda: u32, n1: u64, n2: u64) -> Result<Self> {
+    /// `sigma`: the caller's σ ([`RunOptions::sigma`]), else [`sigma_bits`]; one below
+    /// [`sigma_bits`] only with `allow_weak`.
+    pub(crate) fn new(
+        lambda: u32,
+        n1: u64,
+        n2: u64,
+        sigma: Option<u32>,
+        allow_weak: bool,
+    ) -> Result<Self> {
         let n1 = set_size(n1)?;
         let bins = CuckooParams::psz(n1)?.num_bins();
-        let sigma = sigma_bits(lambda, n2, STASH);
-        let blocks = ot_blocks(sigma);
-        if blocks > 16 {
-            return Err(Error::InvalidParam {
+        let derived = sigma_bits(lambda, n2, STASH);
+        let sigma = sigma.unwrap_or(derived);
+        let bad = |reason: String| {
+            Err(Error::InvalidParam {
                 field: "sigma",
-                reason: format!("σ = {sigma} bits; at most 128 are supported"),
-            });
+                reason,
+            })
+        };
+        if !(1..=128).contains(&sigma) {
+            return bad(format!("σ = {sigma} bits; 1 to 128 are supported"));
         }
+        if sigma < derived && !allow_weak {
+            return bad(format!(
+                "σ = {sigma} bits is below the {derived} bits that keep a false match through \
+                 equal short values below 2^-λ; allow weak parameters (--allow-weak) to run \
+                 anyway"
+            ));
+        }
+        let blocks = ot_blocks(sigma);
         let bin_mask_len = tag_len(lambda, n1 as u64, n2)?;
         let stash_mask_len = stash_mask_bits(lambda, n2).div_ceil(8) as usize;
         check_tag_len(stash_mask_len)?;
@@ -306,14 +335,17 @@ impl Params {
 }
 
 /// The handshake parameters: the rules both sides apply to the sizes.
-pub(crate) fn params(base_ot: BaseOt) -> Vec<(String, String)> {
+pub(crate) fn params(base_ot: BaseOt, sigma: Option<u32>) -> Vec<(String, String)> {
     vec![
         ("ot".into(), "kk13".into()),
         ("eta".into(), ETA.to_string()),
         ("base_ot".into(), base_ot.name().into()),
         ("cuckoo".into(), format!("{HASHES}-hash/eps=0.2")),
         ("stash".into(), STASH.to_string()),
-        ("sigma".into(), "lambda+ceil(log2((s+2)*n2))".into()),
+        (
+            "sigma".into(),
+            sigma.map_or_else(|| "lambda+ceil(log2((s+2)*n2))".into(), |s| s.to_string()),
+        ),
         (
             "mask".into(),
             "tccr(xor)/l2=lambda+ceil(log2(n1*n2))/l1=lambda+ceil(log2(n2))".into(),
@@ -424,14 +456,28 @@ mod tests {
         // The largest sizes the handshake admits still fit 16 blocks.
         assert!(ot_blocks(sigma_bits(80, 1 << 32, 4)) <= 16);
         // Masks: ℓ2 = λ + ⌈log2(n1·n2)⌉, ℓ1 = λ + ⌈log2 n2⌉.
-        let p = Params::new(40, 1 << 20, 1 << 20).unwrap();
+        let p = Params::new(40, 1 << 20, 1 << 20, None, false).unwrap();
         assert_eq!(
             (p.bins, p.sigma, p.blocks, p.bin_mask_len, p.stash_mask_len),
             (2_516_583, 63, 8, 10, 8)
         );
         assert_eq!(p.chunk, 8192);
         assert_eq!(p.short_mask(), u128::from(u64::MAX));
-        let p = Params::new(40, 10, 1000).unwrap();
+        // A caller's σ: PSZ14's 32 only with allow_weak; above the formula freely.
+        let p = Params::new(40, 1 << 16, 1 << 16, Some(32), true).unwrap();
+        assert_eq!(
+            (p.sigma, p.blocks, p.short_mask()),
+            (32, 4, u128::from(u32::MAX))
+        );
+        assert!(Params::new(40, 1 << 16, 1 << 16, Some(32), false).is_err());
+        assert_eq!(
+            Params::new(40, 1 << 16, 1 << 16, Some(64), false)
+                .unwrap()
+                .blocks,
+            8
+        );
+        assert!(Params::new(40, 1 << 16, 1 << 16, Some(129), true).is_err());
+        let p = Params::new(40, 10, 1000, None, false).unwrap();
         assert_eq!(
             (p.bins, p.sigma, p.blocks, p.bin_mask_len, p.stash_mask_len),
             (24, 53, 7, 7, 7)
@@ -443,7 +489,7 @@ mod tests {
 
     #[test]
     fn setup_mismatch_names_the_field() {
-        let p = Params::new(40, 100, 200).unwrap();
+        let p = Params::new(40, 100, 200, None, false).unwrap();
         let ours = Setup::of(&p);
         assert!(ours.check(&Setup::of(&p)).is_ok());
         for (peer, field) in [

@@ -1,8 +1,8 @@
 //! The receiver's side of `psz14` (see the module doc for the message flow).
 
 use super::{
-    HASHES, MSG_BIN_MASKS, MSG_SETUP, MSG_STASH_MASKS, PROTOCOL, PAR_BATCH, Params, STASH, STASH_TWEAK,
-    Setup, bin_seed, block_of, domain_aes, mask_aes,
+    HASHES, MSG_BIN_MASKS, MSG_SETUP, MSG_STASH_MASKS, PAR_BATCH, PROTOCOL, Params, STASH,
+    STASH_TWEAK, Setup, bin_seed, block_of, domain_aes, mask_aes,
 };
 use crate::hashing::{CuckooParams, CuckooTable};
 use crate::protocols::common::{found_indices, tag_from_bytes};
@@ -45,7 +45,7 @@ pub fn receive<C: Channel + ?Sized>(
     let mut run = Run::start(ch, &PROTOCOL, Role::Receiver, items.len(), opts, rng)?;
 
     let (n1, n2) = (items.len() as u64, run.session.sender_size);
-    let p = Params::new(run.session.lambda, n1, n2)?;
+    let p = Params::new(run.session.lambda, n1, n2, opts.sigma, opts.allow_weak)?;
     let blocks: Vec<Block> = items.iter().map(|x| Block::from_bytes(x.0)).collect();
     let table = CuckooTable::build(
         &CuckooParams::psz(items.len())?,
@@ -87,13 +87,7 @@ pub fn receive<C: Channel + ?Sized>(
     drop(blocks);
     run.lap("hash");
 
-    let mut kk = Kk13Receiver::setup(
-        &mut run.base_ot(),
-        super::ETA,
-        ch,
-        &run.session.id,
-        rng,
-    )?;
+    let mut kk = Kk13Receiver::setup(&mut run.base_ot(), super::ETA, ch, &run.session.id, rng)?;
     run.lap("base OT");
 
     // One chunk of virtual bins per KK13 call: choices (random for empty bins), outputs, and

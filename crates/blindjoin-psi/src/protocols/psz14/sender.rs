@@ -1,11 +1,11 @@
 //! The sender's side of `psz14` (see the module doc for the message flow).
 
 use super::{
-    HASHES, MSG_BIN_MASKS, MSG_SETUP, MSG_STASH_MASKS, PROTOCOL, PAR_BATCH, Params, STASH, STASH_TWEAK,
-    Setup, bin_seed, block_of, domain_aes, mask_aes, short_values,
+    HASHES, MSG_BIN_MASKS, MSG_SETUP, MSG_STASH_MASKS, PAR_BATCH, PROTOCOL, Params, STASH,
+    STASH_TWEAK, Setup, bin_seed, block_of, domain_aes, mask_aes, short_values,
 };
 use crate::hashing::{BinHasher, HashedItems};
-use crate::protocols::common::{CHUNK};
+use crate::protocols::common::CHUNK;
 use crate::run::Run;
 use crate::{RunOptions, SenderOutput};
 use blindjoin_core::aes::FixedKeyAes;
@@ -166,7 +166,7 @@ pub fn send<C: Channel + ?Sized>(
     let mut run = Run::start(ch, &PROTOCOL, Role::Sender, items.len(), opts, rng)?;
 
     let (n1, n2) = (run.session.receiver_size, items.len() as u64);
-    let p = Params::new(run.session.lambda, n1, n2)?;
+    let p = Params::new(run.session.lambda, n1, n2, opts.sigma, opts.allow_weak)?;
     opts.check_memory(
         "the sender's chunk index of the receiver's bins",
         Entries::index_bytes(p.bins, p.chunk),
@@ -184,13 +184,7 @@ pub fn send<C: Channel + ?Sized>(
     setup.check(&Setup::of(&p))?;
     run.lap("hash");
 
-    let mut kk = Kk13Sender::setup(
-        &mut run.base_ot(),
-        super::ETA,
-        ch,
-        &run.session.id,
-        rng,
-    )?;
+    let mut kk = Kk13Sender::setup(&mut run.base_ot(), super::ETA, ch, &run.session.id, rng)?;
     run.lap("base OT");
 
     let (tb, l2) = (p.blocks, p.bin_mask_len);
