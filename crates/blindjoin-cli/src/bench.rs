@@ -97,9 +97,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 600)]
     pub(crate) timeout: u64,
     /// Re-measure a paper's table with our protocols (psz-tab5, psz-tab7, psz-tab8, cm20-tab2,
-    /// dcw13-tab3, rr17-fig6, or all), writing `<--out>/<suite>/` (JSON, a Markdown table of
-    /// the paper's figures beside ours, PNG plots); `all` writes every suite and an index to
-    /// docs/report unless --out is given. The suite sets protocols, sizes, networks and
+    /// dcw13-tab3, rr17-fig6, kmrs14-tab1 to kmrs14-tab4, or all), writing `<--out>/<suite>/`
+    /// (JSON, a Markdown table of the paper's figures beside ours, PNG plots); `all` writes
+    /// every suite and an index to docs/report unless --out is given. The suite sets protocols, sizes, networks and
     /// threads; --reps applies.
     #[arg(long, value_name = "SUITE")]
     pub(crate) suite: Option<String>,
@@ -533,9 +533,11 @@ fn one_rep(
         n_send: n_send as u64,
         kappa,
         lambda: 40,
+        sigma: a.sigma,
     };
     let transfer = a.network.as_ref().map_or(0.0, |n| {
-        crate::costmodel::predict(p, &sizes, Some(n), None).map_or(0.0, |t| t.transfer_seconds)
+        crate::costmodel::predict(p, &sizes, Some(n), None, None)
+            .map_or(0.0, |t| t.transfer_seconds)
     });
     let timeout = a.timeout + (2.0 * transfer).ceil() as u64;
     let mut args: Vec<String> = [

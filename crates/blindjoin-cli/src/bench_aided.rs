@@ -509,6 +509,7 @@ pub(crate) fn measure(
                 n_send: n as u64,
                 kappa: 128,
                 lambda: 40,
+                sigma: None,
             };
             (a.protocol.traffic)(&sizes)?
                 .iter()

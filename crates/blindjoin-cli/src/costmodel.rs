@@ -2,18 +2,22 @@
 //! (CM20 §5.2), for `blindjoin params` and the reports of `bench`.
 //!
 //! **Bytes** come from the protocol's traffic formula (`Protocol::traffic`, exact for every
-//! message and checked against metered runs in the protocol tests), split by direction with the
-//! flow's senders; the handshake's few hundred bytes are left out. **Rounds** are the descriptor's flights. **Time** on a network of rate r per
-//! direction and round-trip time RTT:
+//! message and checked against metered runs in the protocol tests, at the run's σ where the
+//! protocol takes one), split by direction with the flow's senders; the handshake's few hundred
+//! bytes are left out. **Rounds** are the descriptor's flights, or the flights a loopback run
+//! of the same setting sent at the socket where more (GMW's AND layers, one flight each, which
+//! the descriptor counts as one). **Time** on a network of rate r per direction and round-trip
+//! time RTT:
 //!
-//! time = max(compute, (b→ + b←) / r) + flights · RTT / 2
+//! time = max(compute, transfer) + flights · RTT / 2
 //!
 //! where compute is the wall time of the same run on loopback: the protocols stream their large
 //! messages in chunks, so computing and sending overlap, and each flight waits one one-way
-//! delay. The two directions are counted one after the other, as the protocols alternate
-//! (the receiver's OT or OPRF message, then the sender's answer); GMW's openings, which both
-//! parties send at once, are the exception, and the model overstates its transfer up to 2x. Compute is taken from `bench`'s loopback results at the nearest measured size, scaled
-//! by n·log2 n ([`Calibration`]).
+//! delay. The transfer is (b→ + b←) / r for the protocols whose parties take turns (the
+//! receiver's OT or OPRF message, then the sender's answer), and max(b→, b←) / r for those in
+//! [`CONCURRENT`], whose parties send their bulk at the same time. Compute is taken from a
+//! loopback run at the same sizes, or from `bench`'s loopback results at the nearest measured
+//! size, scaled by n·log2 n ([`Calibration`]).
 //!
 //! **Monetary cost** (CM20 §5.2.2, in the exact form that reproduces CM20 Tab. 3, see the
 //! note's C4): with the machine price x per second and the transfer prices of [`Prices`],
@@ -101,8 +105,9 @@ pub struct Prediction {
     /// Bytes the sender sends.
     pub bytes_sender_to_receiver: u64,
     /// Message flights on the critical path, the handshake included.
-    pub flights: u32,
-    /// Both directions' bytes at the network's rate (0 without a network).
+    pub flights: u64,
+    /// The bulk's bytes at the network's rate: both directions' one after the other, or the
+    /// larger direction's for a [`CONCURRENT`] protocol (0 without a network).
     pub transfer_seconds: f64,
     /// flights · RTT / 2.
     pub latency_seconds: f64,
@@ -112,13 +117,29 @@ pub struct Prediction {
     pub seconds: Option<f64>,
 }
 
+/// The protocols whose parties send their bulk at the same time, so that the two directions of
+/// a link carry it at once:
+/// - `ecdh`, `ecdh_nist`, `dh_ffc`: each party sends its own blinded set first, the receiver's
+///   while the sender's goes the other way; only the sender's re-blinded answer waits;
+/// - `circuit_gmw`, `circuit_gmw_scalar`: both parties are OT sender and receiver of the
+///   triples at once, and both open every AND layer at once.
+pub const CONCURRENT: &[&str] = &[
+    "ecdh",
+    "ecdh_nist",
+    "dh_ffc",
+    "circuit_gmw",
+    "circuit_gmw_scalar",
+];
+
 /// Predicts a run of `p` at `sizes` over `network` (`None`: loopback as it is) from the
-/// loopback wall time `compute` (see the module doc).
+/// loopback wall time `compute` and the most flights one party of a loopback run sent,
+/// `flights` (see the module doc).
 pub fn predict(
     p: &Protocol,
     sizes: &Sizes,
     network: Option<&Profile>,
     compute: Option<f64>,
+    flights: Option<u64>,
 ) -> CliResult<Prediction> {
     let traffic = (p.traffic)(sizes)?;
     let (mut to_sender, mut to_receiver) = (0u64, 0u64);
@@ -131,17 +152,23 @@ pub fn predict(
             _ => to_sender += bytes,
         }
     }
+    let flights = flights.map_or(u64::from(p.flights), |f| f.max(u64::from(p.flights)));
+    let bulk = if CONCURRENT.contains(&p.name) {
+        to_sender.max(to_receiver)
+    } else {
+        to_sender + to_receiver
+    };
     let (transfer, latency) = match network {
         Some(n) => (
-            (to_sender + to_receiver) as f64 / n.rate_bytes(),
-            f64::from(p.flights) * n.one_way().as_secs_f64(),
+            bulk as f64 / n.rate_bytes(),
+            flights as f64 * n.one_way().as_secs_f64(),
         ),
         None => (0.0, 0.0),
     };
     Ok(Prediction {
         bytes_receiver_to_sender: to_sender,
         bytes_sender_to_receiver: to_receiver,
-        flights: p.flights,
+        flights,
         transfer_seconds: transfer,
         latency_seconds: latency,
         compute_seconds: compute,
@@ -247,8 +274,8 @@ mod tests {
         let p = protocols::ALL.iter().find(|p| p.name == "kkrt16").unwrap();
         let sizes = Sizes::new(1 << 16, 1 << 16);
         let net = parse_profile("10mbit/100ms").unwrap();
-        let loopback = predict(p, &sizes, None, Some(1.0)).unwrap();
-        let shaped = predict(p, &sizes, Some(&net), Some(1.0)).unwrap();
+        let loopback = predict(p, &sizes, None, Some(1.0), None).unwrap();
+        let shaped = predict(p, &sizes, Some(&net), Some(1.0), None).unwrap();
         let total: u64 = (p.traffic)(&sizes).unwrap().iter().map(|m| m.1).sum();
         assert_eq!(
             shaped.bytes_receiver_to_sender + shaped.bytes_sender_to_receiver,
@@ -261,6 +288,40 @@ mod tests {
             shaped.seconds,
             Some(shaped.transfer_seconds.max(1.0) + shaped.latency_seconds)
         );
+        // More flights measured at the socket than the descriptor's count (GMW's AND layers)
+        // take their one-way delays; fewer do not lower it.
+        let layered = predict(p, &sizes, Some(&net), Some(1.0), Some(1000)).unwrap();
+        assert!((layered.latency_seconds - 1000.0 * 0.05).abs() < 1e-9);
+        let fewer = predict(p, &sizes, Some(&net), Some(1.0), Some(1)).unwrap();
+        assert_eq!(fewer.latency_seconds, shaped.latency_seconds);
+        // A protocol whose parties send at once carries its bulk in the larger direction's
+        // time.
+        let e = protocols::ALL.iter().find(|p| p.name == "ecdh").unwrap();
+        let both = predict(e, &sizes, Some(&net), Some(1.0), None).unwrap();
+        let larger = both
+            .bytes_receiver_to_sender
+            .max(both.bytes_sender_to_receiver);
+        assert!((both.transfer_seconds - larger as f64 * 8.0 / 10e6).abs() < 1e-9);
+        for name in CONCURRENT {
+            assert!(protocols::ALL.iter().any(|p| p.name == *name), "{name}");
+        }
+    }
+
+    /// A run's σ reaches the traffic formula: psz14 at PSZ14's σ = 32 has 4 OT blocks per bin
+    /// instead of the derived σ's 8, about half the OT columns.
+    #[test]
+    fn the_runs_sigma_sets_the_bytes() {
+        let p = protocols::ALL.iter().find(|p| p.name == "psz14").unwrap();
+        let derived = Sizes::new(1 << 16, 1 << 16);
+        let short = Sizes {
+            sigma: Some(32),
+            ..derived
+        };
+        let a = predict(p, &derived, None, None, None).unwrap();
+        let b = predict(p, &short, None, None, None).unwrap();
+        let ratio = a.bytes_receiver_to_sender as f64 / b.bytes_receiver_to_sender as f64;
+        assert!((1.9..2.1).contains(&ratio), "{ratio}");
+        assert_eq!(a.bytes_sender_to_receiver, b.bytes_sender_to_receiver);
     }
 
     #[test]

@@ -41,6 +41,10 @@ pub struct ParamsArgs {
     /// inter_region_usd_per_gb, public_ip_usd_per_gb) [default: CM20 §5.2.1's AWS prices].
     #[arg(long, value_name = "FILE")]
     prices: Option<PathBuf>,
+    /// The item length σ of `psz14` and the circuit protocols (as `bench --sigma`)
+    /// [default: derived from the sizes and λ].
+    #[arg(long)]
+    sigma: Option<u32>,
     /// Print JSON.
     #[arg(long)]
     json: bool,
@@ -55,6 +59,7 @@ pub fn run(a: &ParamsArgs, threads: usize) -> CliResult<()> {
         n_send: n2,
         kappa: a.kappa,
         lambda: a.lambda,
+        sigma: a.sigma,
     };
     let prices = match &a.prices {
         Some(p) => Prices::load(p)?,
@@ -62,7 +67,7 @@ pub fn run(a: &ParamsArgs, threads: usize) -> CliResult<()> {
     };
     let cal = Calibration::load(&a.calibration, a.protocol.name, threads)?;
     let compute = cal.seconds(a.n1, n2);
-    let p = predict(a.protocol, &sizes, a.network.as_ref(), compute)?;
+    let p = predict(a.protocol, &sizes, a.network.as_ref(), compute, None)?;
     let c = p.seconds.map(|t| {
         cost(
             &prices,

@@ -221,16 +221,20 @@ pub struct Sizes {
     pub kappa: u32,
     /// λ in bits.
     pub lambda: u32,
+    /// The item length σ a run is given ([`crate::RunOptions::sigma`]; `psz14` and the
+    /// circuit protocols), `None` for the one they derive.
+    pub sigma: Option<u32>,
 }
 
 impl Sizes {
-    /// Sizes at κ = 128, λ = 40.
+    /// Sizes at κ = 128, λ = 40, σ derived.
     pub fn new(n_recv: u64, n_send: u64) -> Sizes {
         Sizes {
             n_recv,
             n_send,
             kappa: 128,
             lambda: 40,
+            sigma: None,
         }
     }
 }

@@ -147,6 +147,11 @@ fn sigma_of(row: &PaperRow) -> Option<u32> {
         .flatten()
 }
 
+/// The most flights one party of a run sent at the socket.
+fn flights_of(r: &Row) -> u64 {
+    r.flights_sent_receiver.max(r.flights_sent_sender)
+}
+
 /// The bench arguments of one setting.
 fn bench_args(row: &PaperRow, network: Option<Profile>, reps: usize) -> CliResult<BenchArgs> {
     Ok(BenchArgs {
@@ -194,7 +199,8 @@ pub(crate) fn run_suite(
     });
     // Loopback wall times per (protocol, threads, κ, σ), from the calibration runs.
     let mut cal: BTreeMap<Kind, Calibration> = BTreeMap::new();
-    let mut loopback: BTreeMap<Setting, f64> = BTreeMap::new();
+    // Loopback wall time and the most flights one party sent, per setting.
+    let mut loopback: BTreeMap<Setting, (f64, u64)> = BTreeMap::new();
     let mut calibration = Vec::new();
     let mut outcomes: Vec<Option<Outcome>> = suite.rows.iter().map(|_| None).collect();
     // The paper's own times per (protocol, threads, κ, σ), scaled to a setting the paper gives
@@ -239,6 +245,7 @@ pub(crate) fn run_suite(
             n_send: row.n_send,
             kappa: row.kappa,
             lambda: 40,
+            sigma: sigma_of(&row),
         };
         let left = budget.saturating_sub(start.elapsed()).as_secs_f64();
         // What the setting should take. Unshaped: our time at the nearest size of the kind
@@ -281,7 +288,7 @@ pub(crate) fn run_suite(
             });
         let guess = match network {
             None => guess_compute,
-            Some(_) => predict(p, &sizes, network.as_ref(), guess_compute)
+            Some(_) => predict(p, &sizes, network.as_ref(), guess_compute, None)
                 .ok()
                 .and_then(|g| g.seconds),
         };
@@ -371,7 +378,7 @@ pub(crate) fn run_suite(
         if network.is_some() && !loopback.contains_key(&setting) {
             let a = bench_args(&row, None, 1)?;
             let r = measure(&a, row.threads)?.remove(0);
-            loopback.insert(setting, r.wall_seconds);
+            loopback.insert(setting, (r.wall_seconds, flights_of(&r)));
             cal.entry(key)
                 .or_default()
                 .add(row.n_recv, row.n_send, r.wall_seconds);
@@ -386,7 +393,7 @@ pub(crate) fn run_suite(
                     .or_default()
                     .push((row.n_recv + row.n_send, ours.wall_seconds, t));
             }
-            loopback.insert(setting, ours.wall_seconds);
+            loopback.insert(setting, (ours.wall_seconds, flights_of(&ours)));
             cal.entry(key)
                 .or_default()
                 .add(row.n_recv, row.n_send, ours.wall_seconds);
@@ -395,8 +402,8 @@ pub(crate) fn run_suite(
         outcome.speedup = row.seconds.map(|s| s / ours.wall_seconds);
         outcome.bytes_ratio = paper_bytes(&row).map(|b| bytes / b);
         if network.is_some() {
-            let compute = loopback.get(&setting).copied();
-            outcome.predicted_seconds = predict(p, &sizes, network.as_ref(), compute)
+            let (compute, flights) = loopback.get(&setting).copied().unzip();
+            outcome.predicted_seconds = predict(p, &sizes, network.as_ref(), compute, flights)
                 .ok()
                 .and_then(|g| g.seconds);
             outcome.predicted_over_measured =

@@ -208,6 +208,7 @@ pub fn check_exact(
         n_send: n_send as u64,
         kappa: opts.kappa,
         lambda: opts.lambda,
+        sigma: None,
     };
     check_traffic(p, &m, &sizes, real_base_ot);
 }

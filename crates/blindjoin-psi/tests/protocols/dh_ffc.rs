@@ -149,6 +149,7 @@ fn bytes_follow_psz_tab6_with_truncated_tags() {
             n_send: n,
             kappa,
             lambda: 40,
+            sigma: None,
         };
         let total: u64 = (P.traffic)(&sizes).unwrap().iter().map(|(_, b)| b).sum();
         // Frames: the largest power of two of elements within 2 MiB.

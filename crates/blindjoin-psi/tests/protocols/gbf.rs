@@ -64,6 +64,7 @@ fn communication_follows_psz_table_3() {
             n_send: n,
             kappa,
             lambda: 40,
+            sigma: None,
         };
         let t = (P.traffic)(&sizes).unwrap();
         let get = |name: &str| t.iter().find(|(m, _)| *m == name).unwrap().1;
@@ -180,6 +181,7 @@ fn communication_at_kappa_256() {
         n_send: n,
         kappa: 256,
         lambda: 40,
+        sigma: None,
     };
     let t = (P.traffic)(&sizes).unwrap();
     let get = |name: &str| t.iter().find(|(m, _)| *m == name).unwrap().1;

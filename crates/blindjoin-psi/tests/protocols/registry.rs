@@ -338,6 +338,7 @@ fn security_levels_follow_psz14_and_dcw13_table_2() {
             n_send: n,
             kappa,
             lambda: 40,
+            sigma: None,
         })
         .unwrap();
         let sent: u64 = t

@@ -75,6 +75,7 @@ fn communication_follows_psz_table_6() {
             n_send: n,
             kappa: 128,
             lambda: 40,
+            sigma: None,
         };
         let t = (P.traffic)(&sizes).unwrap();
         let get = |name: &str| t.iter().find(|(m, _)| *m == name).unwrap().1;

@@ -164,6 +164,7 @@ fn traffic_formula_next_to_psz_tab_6() {
                 n_send: n,
                 kappa,
                 lambda: 40,
+                sigma: None,
             };
             let traffic = (P.traffic)(&sizes).unwrap();
             let total: u64 = traffic.iter().map(|(_, b)| b).sum();

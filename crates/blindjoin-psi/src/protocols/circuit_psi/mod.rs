@@ -253,10 +253,10 @@ impl Shape {
         }
     }
 
-    /// The shape a traffic formula assumes for `s`: the intersection, σ derived from the
-    /// sizes and λ, every item's value distinct.
+    /// The shape a traffic formula assumes for `s`: the intersection, σ as given (weak or
+    /// not) else derived from the sizes and λ, every item's value distinct.
     pub(crate) fn of_sizes(s: &crate::protocol::Sizes) -> Result<Shape> {
-        let sigma = run_sigma(None, false, s.lambda, s.n_recv, s.n_send)?;
+        let sigma = run_sigma(s.sigma, true, s.lambda, s.n_recv, s.n_send)?;
         Ok(Shape {
             result: ResultKind::Intersection,
             sigma: sigma as usize,

@@ -186,7 +186,7 @@ pub static PROTOCOL: Protocol = Protocol {
 /// calls of [`chunk_bins`] virtual bins, 2 sets of n2 bin masks (ℓ2) and s sets of n2 stash
 /// masks (ℓ1), frames of 2^14 masks.
 fn traffic(s: &Sizes) -> Result<Traffic> {
-    let p = Params::new(s.lambda, s.n_recv, s.n_send, None, false)?;
+    let p = Params::new(s.lambda, s.n_recv, s.n_send, s.sigma, true)?;
     let [base_s, base_r] = traffic::co15(kk13::code_len(ETA));
     let total = p.virtual_bins();
     let u: u64 = (0..total)
