@@ -818,31 +818,31 @@ fn demo_verifies_itself() {
     );
 }
 
+/// Runs `bench --suite NAME --budget BUDGET --reps 1` into `out` and returns its results.json.
+fn run_suite(name: &str, budget: &str, out: &Path) -> serde_json::Value {
+    let o = run(&[
+        "bench",
+        "--suite",
+        name,
+        "--budget",
+        budget,
+        "--reps",
+        "1",
+        "--out",
+        s(out),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json = std::fs::read(out.join(name).join("results.json")).unwrap();
+    serde_json::from_slice(&json).unwrap()
+}
+
 /// `bench --suite` measures a paper's settings smallest first within the budget, reports each
 /// against the paper (the speed-up is the paper's time over ours), lists what the budget left
 /// out, and draws the plots.
 #[test]
 fn a_suite_measures_within_its_budget_and_reports_against_the_paper() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(&[
-        "bench",
-        "--suite",
-        "psz-tab5",
-        "--budget",
-        "6s",
-        "--reps",
-        "1",
-        "--out",
-        s(dir.path()),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("psz-tab5/results.json")).unwrap())
-            .unwrap();
+    let report = run_suite("psz-tab5", "6s", dir.path());
     let rows = report["rows"].as_array().unwrap();
     assert_eq!(
         rows.len(),
@@ -901,26 +901,7 @@ fn a_suite_measures_within_its_budget_and_reports_against_the_paper() {
 #[test]
 fn a_server_aided_suite_runs_on_its_own_redis() {
     let dir = tempfile::tempdir().unwrap();
-    let out = run(&[
-        "bench",
-        "--suite",
-        "kmrs14-tab4",
-        "--budget",
-        "5s",
-        "--reps",
-        "1",
-        "--out",
-        s(dir.path()),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(dir.path().join("kmrs14-tab4/results.json")).unwrap(),
-    )
-    .unwrap();
+    let report = run_suite("kmrs14-tab4", "5s", dir.path());
     let rows = report["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 15);
     // The smallest plaintext and SHPSI rows fit any budget; each ran on Redis, as its mode.
