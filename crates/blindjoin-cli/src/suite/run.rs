@@ -451,10 +451,15 @@ pub(crate) fn markdown(r: &SuiteReport) -> String {
             "per run a `blindjoin server` and two client processes over loopback TCP \
              (`bench-aided`), every process with all the machine's cores whatever the paper's \
              thread count; bytes are one client's, to and from the server"
+        } else if crate::netem::realtime() {
+            "two party processes per run over loopback TCP, shaped networks through the \
+             user-space relay of `bench --network` (token bucket per direction, timed delivery \
+             queue, relay threads under SCHED_FIFO)"
         } else {
             "two party processes per run over loopback TCP, shaped networks through the \
              user-space relay of `bench --network` (token bucket per direction, timed delivery \
-             queue)"
+             queue; the system refused SCHED_FIFO, so the relay's threads ran at normal \
+             priority)"
         },
         s.rows.first().map_or("MB", |row| match row.unit {
             Unit::MiB => "MiB",

@@ -210,7 +210,7 @@ impl IknpSender {
 
     /// `out.len()` random OTs: `out[i] = (x_i^0, x_i^1)`; the receiver learns `x_i^{r_i}`.
     /// Each chunk is extended and hashed while its rows are in cache.
-    pub fn send_random<C: Channel + ?Sized>(
+    pub fn send_random<C: FrameReceiver + ?Sized>(
         &mut self,
         ch: &mut C,
         out: &mut [[Block; 2]],
@@ -531,7 +531,7 @@ impl IknpReceiver {
     }
 
     /// Random OTs: `out[i] = x_i^{choices[i]}`.
-    pub fn receive_random<C: Channel + ?Sized>(
+    pub fn receive_random<C: FrameSender + ?Sized>(
         &mut self,
         ch: &mut C,
         choices: &[bool],

@@ -1429,7 +1429,12 @@ mod tests {
             |ch| setup(ch, GmwParty::P1, c, 2).map(|_| ()),
         );
         r1.unwrap();
-        assert!(matches!(r0, Err(Error::PeerClosed { .. })), "{r0:?}");
+        // Whether party 0's openings are refused or its read of the peer's finds the channel
+        // closed depends on when the peer's end goes.
+        assert!(
+            matches!(r0, Err(Error::PeerClosed { .. } | Error::SendFailed { .. })),
+            "{r0:?}"
+        );
     }
 
     #[test]

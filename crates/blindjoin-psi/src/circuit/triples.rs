@@ -27,9 +27,17 @@
 //! reads L consecutive bits of each plane, the layout the bit-sliced online phase wants. The
 //! OTs run in batches of at most [`BATCH`], each packed (and its OT outputs wiped) before the
 //! next, so memory is that of the packed triples plus one batch.
+//!
+//! **Both directions at once.** In a batch each party is the OT receiver of one direction (it
+//! only sends u columns) and the OT sender of the other (it only reads them). Both parties
+//! first send their columns, through a writer thread that never waits for the peer to read
+//! ([`with_outbox`]), and then read the peer's: the two directions' columns share the wire's
+//! time instead of taking turns, and a shaped link's time for the triples is one direction's
+//! bytes, not both. All computation stays on the calling thread, in the caller's pool.
 
+use crate::protocols::common::with_outbox;
 use blindjoin_core::channel::renamed::Renamed;
-use blindjoin_core::channel::{Channel, FrameSender};
+use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
 use blindjoin_core::handshake::session_hasher;
 use blindjoin_core::prg::AesPrg;
 use blindjoin_core::{Block, Error, Result};
@@ -360,8 +368,15 @@ impl OtPair {
     }
 
     /// Runs `n` ≤ [`BATCH`] random OTs in each direction with fresh random choices α: fills
-    /// `pairs[..n]`, `got[..n]` and `alpha` (packed, padding zero).
-    fn batch<C: Channel + ?Sized>(&mut self, ch: &mut C, n: usize) -> Result<()> {
+    /// `pairs[..n]`, `got[..n]` and `alpha` (packed, padding zero). Both parties first send
+    /// their u columns (to `tx`, an outbox that never waits for the peer) and then read the
+    /// peer's (from `rx`), so the two directions' columns are on the wire at once.
+    fn batch(
+        &mut self,
+        rx: &mut dyn FrameReceiver,
+        tx: &mut dyn FrameSender,
+        n: usize,
+    ) -> Result<()> {
         if self.pairs.len() < n {
             self.pairs.resize(n, [Block::ZERO; 2]);
             self.got.resize(n, Block::ZERO);
@@ -388,16 +403,26 @@ impl OtPair {
         let (pairs, got, choices) = (&mut self.pairs[..n], &mut self.got[..n], &self.choices[..n]);
         match self.party {
             GmwParty::P0 => {
-                self.sender.send_random(ch, pairs)?;
                 self.receiver
-                    .receive_random(&mut reverse(ch), choices, got)?;
+                    .receive_random(&mut Renamed::new(tx, reverse_name), choices, got)?;
+                self.sender.send_random(rx, pairs)?;
             }
             GmwParty::P1 => {
-                self.receiver.receive_random(ch, choices, got)?;
-                self.sender.send_random(&mut reverse(ch), pairs)?;
+                self.receiver.receive_random(tx, choices, got)?;
+                self.sender
+                    .send_random(&mut Renamed::new(rx, reverse_name), pairs)?;
             }
         }
         Ok(())
+    }
+
+    /// The first `n` OTs of the last batch.
+    fn view(&self, n: usize) -> Batch<'_> {
+        Batch {
+            pairs: &self.pairs[..n],
+            alpha: &self.alpha,
+            got: &self.got[..n],
+        }
     }
 }
 
@@ -480,34 +505,43 @@ where
     scalar.a = vec![0; sw];
     scalar.b = vec![0; sw];
     scalar.c = vec![0; sw];
-    let mut start = 0;
-    while start < n_scalar {
-        let n = BATCH.min(n_scalar - start);
-        ots.batch(ch, n)?;
-        pack_scalar(&ots, n, start / 64, &mut scalar);
-        start += n;
-    }
-    scalar.cursor.len = n_scalar;
-
     let vw = words_for(n_vector);
     vector.a = vec![0; vw];
     vector.b = vec![vec![0; vw]; width];
     vector.c = vec![vec![0; vw]; width];
-    let mut start = 0;
-    while start < n_vector {
-        let n = BATCH.min(n_vector - start);
-        ots.batch(ch, n)?;
-        pack_vector(&ots, n, start / 64, &mut vector);
-        start += n;
-    }
+    with_outbox(ch, |rx, tx| {
+        let mut start = 0;
+        while start < n_scalar {
+            let n = BATCH.min(n_scalar - start);
+            ots.batch(rx, tx, n)?;
+            pack_scalar(&ots.view(n), start / 64, &mut scalar);
+            start += n;
+        }
+        let mut start = 0;
+        while start < n_vector {
+            let n = BATCH.min(n_vector - start);
+            ots.batch(rx, tx, n)?;
+            pack_vector(&ots.view(n), start / 64, &mut vector);
+            start += n;
+        }
+        Ok(())
+    })?;
+    scalar.cursor.len = n_scalar;
     vector.cursor.len = n_vector;
     Ok((scalar, vector))
 }
 
-/// Packs the `n` OTs of one batch into scalar triples from word `w0` on: β = x_0 ⊕ x_1,
+/// One batch's OT outputs, as the packing reads them.
+struct Batch<'a> {
+    pairs: &'a [[Block; 2]],
+    alpha: &'a [u64],
+    got: &'a [Block],
+}
+
+/// Packs the OTs of one batch into scalar triples from word `w0` on: β = x_0 ⊕ x_1,
 /// γ = (α ∧ β) ⊕ x_0 ⊕ received (bit 0 of each OT output).
-fn pack_scalar(ots: &OtPair, n: usize, w0: usize, out: &mut ScalarTriples) {
-    let (pairs, got) = (&ots.pairs[..n], &ots.got[..n]);
+fn pack_scalar(ots: &Batch<'_>, w0: usize, out: &mut ScalarTriples) {
+    let (pairs, got) = (ots.pairs, ots.got);
     for (k, (pairs, got)) in pairs.chunks(64).zip(got.chunks(64)).enumerate() {
         let mut beta = 0u64;
         let mut mask = 0u64;
@@ -523,14 +557,14 @@ fn pack_scalar(ots: &OtPair, n: usize, w0: usize, out: &mut ScalarTriples) {
     }
 }
 
-/// Packs the `n` OTs of one batch into vector triples from word `w0` on, as [`pack_scalar`]
+/// Packs the OTs of one batch into vector triples from word `w0` on, as [`pack_scalar`]
 /// with σ-bit strings: 64 OTs at a time, their low (and high) 64 output bits transposed into
 /// planes.
-fn pack_vector(ots: &OtPair, n: usize, w0: usize, out: &mut VectorTriples) {
+fn pack_vector(ots: &Batch<'_>, w0: usize, out: &mut VectorTriples) {
     let width = out.width;
     let mut beta = Zeroizing::new([0u64; 64]);
     let mut mask = Zeroizing::new([0u64; 64]);
-    let (pairs, got) = (&ots.pairs[..n], &ots.got[..n]);
+    let (pairs, got) = (ots.pairs, ots.got);
     for (k, (pairs, got)) in pairs.chunks(64).zip(got.chunks(64)).enumerate() {
         let alpha = ots.alpha[k];
         out.a[w0 + k] = alpha;

@@ -496,6 +496,49 @@ where
     })
 }
 
+/// Runs `main` with the receiving half of `ch` and an outbox for the sending half: a writer
+/// thread sends `main`'s frames in order, so a send never waits for the peer to read, while
+/// `main` receives on the calling thread (and all computation stays on it, in the caller's
+/// thread pool). For a protocol whose parties both send a message and then read the peer's,
+/// at once (a lockstep of large frames), whatever the transport buffers: a writer blocked on
+/// the transport waits for the peer's `main`, which waits only for our writer.
+///
+/// If `main` fails, the writer sends what `main` queued and then closes the sending direction,
+/// so that the peer stops waiting. `main`'s error is returned, or the writer's if `main` failed
+/// only because the writer had stopped.
+pub(crate) fn with_outbox<C, M>(
+    ch: &mut C,
+    main: impl FnOnce(&mut dyn FrameReceiver, &mut dyn FrameSender) -> Result<M>,
+) -> Result<M>
+where
+    C: Channel + ?Sized,
+{
+    let (mut rx, mut tx) = ch.split();
+    let (out_tx, out_rx) = mpsc::channel();
+    std::thread::scope(|s| {
+        let write = s.spawn(move || write_queued(&mut *tx, out_rx));
+        let mut outbox = Outbox {
+            queue: out_tx,
+            writer_gone: false,
+        };
+        let m = main(&mut *rx, &mut outbox);
+        if m.is_err() {
+            outbox.close();
+        }
+        let writer_gone = outbox.writer_gone;
+        drop(outbox);
+        let w = match write.join() {
+            Ok(w) => w,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        match (w, m) {
+            (Err(e), Err(_)) if writer_gone => Err(e),
+            (_, Err(e)) | (Err(e), Ok(_)) => Err(e),
+            (Ok(()), Ok(m)) => Ok(m),
+        }
+    })
+}
+
 /// The positions of the `true` entries of `found`, in increasing order: the receiver's
 /// intersection indices from its per-item flags.
 pub(crate) fn found_indices(found: &[bool]) -> Vec<usize> {
