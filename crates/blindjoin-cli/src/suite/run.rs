@@ -292,8 +292,22 @@ pub(crate) fn run_suite(
                 .ok()
                 .and_then(|g| g.seconds),
         };
+        // The loopback run that calibrates a shaped setting is a median of `reps` too when it
+        // is short (a single short run is at the mercy of the machine's noise).
+        let cal_reps = if guess_compute.is_none_or(|c| c < CAL_MEDIAN_BELOW) {
+            reps
+        } else {
+            1
+        };
         let need = guess
-            .map_or(0.0, |g| g * (reps as f64 + f64::from(network.is_some())))
+            .map_or(0.0, |g| {
+                g * reps as f64
+                    + if network.is_some() {
+                        guess_compute.unwrap_or(g) * cal_reps as f64
+                    } else {
+                        0.0
+                    }
+            })
             .max(skipped_need.get(&key).copied().unwrap_or(0.0));
         let mut outcome = Outcome {
             paper: row,
@@ -376,7 +390,7 @@ pub(crate) fn run_suite(
         }
         // A shaped setting first gets a loopback run at the same sizes, for the model.
         if network.is_some() && !loopback.contains_key(&setting) {
-            let a = bench_args(&row, None, 1)?;
+            let a = bench_args(&row, None, cal_reps)?;
             let r = measure(&a, row.threads)?.remove(0);
             loopback.insert(setting, (r.wall_seconds, flights_of(&r)));
             cal.entry(key)
@@ -423,6 +437,10 @@ pub(crate) fn run_suite(
     write_report(&report, out)?;
     Ok(report)
 }
+
+/// Loopback runs expected to take less than this many seconds calibrate the cost model as the
+/// median of the suite's repetitions rather than one run.
+const CAL_MEDIAN_BELOW: f64 = 10.0;
 
 fn fmt_opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("–".to_owned(), |v| format!("{v:.digits$}"))
