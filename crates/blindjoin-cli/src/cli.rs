@@ -241,6 +241,15 @@ pub struct PartyOpts {
     /// protocol (circuit_gmw, circuit_gmw_scalar, circuit_yao).
     #[arg(long, value_name = "RESULT", default_value = "intersection", value_parser = parse_result)]
     pub result: ResultKind,
+    /// Split the run into B buckets by a hash keyed per run: bucket p of each party runs an
+    /// ordinary session with the peer's bucket p, padded with random dummies to a public
+    /// maximum so that no bucket's size tells anything (both parties must choose the same B).
+    #[arg(long, value_name = "B", default_value_t = 1)]
+    pub buckets: u32,
+    /// Run K buckets at once, each over its own connection (with --buckets; both parties must
+    /// choose the same K).
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub parallel: usize,
 }
 
 /// Parses `--result`.

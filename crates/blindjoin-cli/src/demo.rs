@@ -109,6 +109,7 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
                     opts,
                     max_peer_size: None,
                     alone_in_process: false,
+                    buckets: Default::default(),
                 },
                 input: &input,
                 format: None,

@@ -6,6 +6,8 @@ pub mod aided;
 pub mod bench;
 pub mod bench_aided;
 pub mod bench_ot;
+pub mod bucket;
+pub mod bucketed;
 pub mod cli;
 pub mod costmodel;
 pub mod demo;

@@ -245,6 +245,53 @@ impl Endpoint {
     }
 }
 
+/// Where a bucketed run's further connections come from ([`Endpoint::lanes`]).
+#[derive(Debug)]
+pub enum Lanes {
+    /// The listener of the first connection, kept to accept the others.
+    Listener(TcpListener),
+    /// The address the first connection went to.
+    Connect(String),
+}
+
+impl Endpoint {
+    /// Keeps what opens further connections to the same peer after this one (a bucketed run's
+    /// lanes): a `Listen` endpoint is bound here (and becomes `Listener`), a connector keeps its
+    /// address.
+    pub fn lanes(&mut self) -> CliResult<Lanes> {
+        Ok(match self {
+            Endpoint::Listen(addr) => {
+                let l = TcpListener::bind(&*addr).map_err(|e| {
+                    blindjoin_core::Error::io(format!("cannot listen on {addr}"), e)
+                })?;
+                if let Ok(a) = l.local_addr() {
+                    note(&format!("listening on {a}, waiting for the peer"));
+                }
+                let lanes = l
+                    .try_clone()
+                    .map_err(|e| blindjoin_core::Error::io("cannot share the listener", e))?;
+                *self = Endpoint::Listener(l);
+                Lanes::Listener(lanes)
+            }
+            Endpoint::Listener(l) => Lanes::Listener(
+                l.try_clone()
+                    .map_err(|e| blindjoin_core::Error::io("cannot share the listener", e))?,
+            ),
+            Endpoint::Connect(addr) => Lanes::Connect(addr.clone()),
+        })
+    }
+}
+
+impl Lanes {
+    /// Opens the next connection (the listener accepts, the connector connects).
+    pub fn open(&self, cfg: &LinkConfig) -> CliResult<Link> {
+        Ok(match self {
+            Lanes::Listener(l) => transport::accept(l, cfg, &mut |_| ())?,
+            Lanes::Connect(addr) => transport::connect(addr, cfg, &mut |_| ())?,
+        })
+    }
+}
+
 fn round(d: Duration) -> Duration {
     Duration::from_secs(d.as_secs_f64().round() as u64).max(Duration::from_secs(1))
 }

@@ -4,6 +4,7 @@
 //! [`run_party`] is the run on keys from anywhere (the Python package calls it with Arrow
 //! data); [`run_file_party`] is the run on a file, as `send` and `receive` do it.
 
+use crate::bucketed::Buckets;
 use crate::cli::{KeyOpts, PartyOpts, SecurityOpts};
 use crate::error::{CliError, CliResult};
 use crate::input::{Format, Input, InputSpec, read_input};
@@ -15,7 +16,7 @@ use crate::output::{
 };
 use crate::progress::Bars;
 use crate::report::{
-    InputStats, IntersectionStats, Phase, RunReport, hex, human_bytes, peak_rss_bytes,
+    BucketStats, InputStats, IntersectionStats, Phase, RunReport, hex, human_bytes, peak_rss_bytes,
     process_cpu_seconds,
 };
 use blindjoin_core::channel::metered::Metered;
@@ -62,6 +63,8 @@ pub struct Party {
     pub max_peer_size: Option<u64>,
     /// Whether this process runs only this party (so its CPU time is this party's).
     pub alone_in_process: bool,
+    /// How the run is split into buckets ([`crate::bucketed`]; one session by default).
+    pub buckets: Buckets,
 }
 
 /// What the keys came from, for the report.
@@ -213,6 +216,7 @@ pub fn run_party(
 ) -> CliResult<PartyResult> {
     // What would fail late is refused before reading or connecting.
     blindjoin_psi::check_security(p.protocol, &p.opts)?;
+    p.buckets.check(&p.opts)?;
     let start = Instant::now();
     let mut link_cfg = p.link.clone();
     let cancel = Arc::new(AtomicBool::new(false));
@@ -220,8 +224,13 @@ pub fn run_party(
     link_cfg.cancel = Some(cancel.clone());
     // The connection is made while the keys are read.
     let done = AtomicBool::new(false);
+    let mut endpoint = p.endpoint;
+    let lanes = if p.buckets.parallel > 1 {
+        Some(endpoint.lanes()?)
+    } else {
+        None
+    };
     let (keys, link) = std::thread::scope(|s| {
-        let endpoint = p.endpoint;
         let cfg = link_cfg.clone();
         let watcher_cancel = cancel.clone();
         let connecting = s.spawn(move || {
@@ -293,20 +302,42 @@ pub fn run_party(
         .unwrap_or_else(|| default_max_peer_size(items.len()));
     let mut ch = Transcript::new(Metered::new(link));
     let mut rng = rand::rng();
-    let (session, proto_phases, indices, aggregate) = if p.receiver {
+    let mut bucketed = None;
+    let (session, proto_phases, indices, aggregate) = if p.buckets.split() {
+        let mut open_lane = || match &lanes {
+            Some(l) => l.open(&link_cfg),
+            None => Err(CliError::Usage(
+                "a bucketed run's lanes need --parallel".into(),
+            )),
+        };
+        let out = crate::bucketed::run(
+            &mut ch,
+            &mut open_lane,
+            p.protocol,
+            p.receiver,
+            items,
+            &opts,
+            p.buckets,
+        )?;
+        let phases = out.phases.clone();
+        let (session, indices) = (out.session.clone(), out.indices.clone());
+        bucketed = Some(out);
+        (session, phases, indices, None)
+    } else if p.receiver {
         let out = p.protocol.receive(&mut ch, items, &opts, &mut rng)?;
+        let phases = named(out.phases.0);
         match out.aggregate {
             // Only a number was learned: no rows to find or write.
-            Some(a) => (out.session, out.phases, Some(Vec::new()), Some(a)),
-            None => (out.session, out.phases, Some(out.indices), None),
+            Some(a) => (out.session, phases, Some(Vec::new()), Some(a)),
+            None => (out.session, phases, Some(out.indices), None),
         }
     } else {
         let out = p.protocol.send(&mut ch, items, &opts, &mut rng)?;
-        (out.session, out.phases, None, None)
+        (out.session, named(out.phases.0), None, None)
     };
-    for (name, secs) in proto_phases.0 {
+    for (name, secs) in proto_phases {
         phases.push(Phase {
-            name: name.to_owned(),
+            name,
             seconds: secs,
         });
     }
@@ -355,8 +386,22 @@ pub fn run_party(
             (None, None)
         }
     };
-    let traffic = ch.get_ref().traffic();
+    let mut traffic = ch.get_ref().traffic();
     drop(ch);
+    let buckets = bucketed.map(|b| {
+        traffic.bytes_sent += b.other_lanes.bytes_sent;
+        traffic.bytes_received += b.other_lanes.bytes_received;
+        traffic.frames_sent += b.other_lanes.frames_sent;
+        traffic.frames_received += b.other_lanes.frames_received;
+        traffic.flights_sent += b.other_lanes.flights_sent;
+        let stats = BucketStats {
+            buckets: p.buckets.count,
+            parallel: p.buckets.parallel,
+            dummies: b.dummies,
+        };
+        b.close();
+        stats
+    });
     let report = RunReport {
         protocol: p.protocol.name,
         security: format!("{}: {}", p.protocol.security, p.protocol.assumptions),
@@ -381,8 +426,14 @@ pub fn run_party(
         cpu_seconds: p.alone_in_process.then(process_cpu_seconds),
         peak_rss_bytes: p.alone_in_process.then(peak_rss_bytes),
         threads: rayon::current_num_threads(),
+        buckets,
     };
     Ok(PartyResult { report, rows })
+}
+
+/// Phases with `&'static` names as owned ones.
+fn named(phases: Vec<(&'static str, f64)>) -> Vec<(String, f64)> {
+    phases.into_iter().map(|(n, s)| (n.to_owned(), s)).collect()
 }
 
 /// Sets its flag when dropped (ends a watcher thread however the run ends).
@@ -467,6 +518,10 @@ pub fn run_cli(
             opts,
             max_peer_size: o.max_peer_size,
             alone_in_process: true,
+            buckets: Buckets {
+                count: o.buckets,
+                parallel: o.parallel,
+            },
         },
         input: &o.keys.input,
         format: o.keys.format,

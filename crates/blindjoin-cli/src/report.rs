@@ -41,6 +41,20 @@ pub struct RunReport {
     pub peak_rss_bytes: Option<u64>,
     /// Worker threads.
     pub threads: usize,
+    /// How the run was split into buckets, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<BucketStats>,
+}
+
+/// A bucketed run's split ([`crate::bucketed`]).
+#[derive(Debug, Serialize)]
+pub struct BucketStats {
+    /// Buckets, B.
+    pub buckets: u32,
+    /// Connections that ran buckets at once, K.
+    pub parallel: usize,
+    /// Random dummy items this party added so that every bucket holds the public maximum.
+    pub dummies: u64,
 }
 
 /// Input statistics.

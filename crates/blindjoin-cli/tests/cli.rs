@@ -383,6 +383,113 @@ fn receiver_listens_sender_connects_email_rows_match_exactly() {
 }
 
 #[test]
+fn bucketed_runs_write_the_rows_of_one_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "3000", "2000", "700", "21");
+    let expected = expected_email_rows(&a, &b);
+    for (protocol, buckets, parallel) in [("kkrt16", 8u32, "1"), ("ecdh", 4, "2")] {
+        let (out, json) = (dir.path().join("out.csv"), dir.path().join("r.json"));
+        let b_text = buckets.to_string();
+        let common = [
+            "--column",
+            "email",
+            "--normalize",
+            "email",
+            "--protocol",
+            protocol,
+            "--buckets",
+            &b_text,
+            "--parallel",
+            parallel,
+        ];
+        join(&a, &b, &out, &json, &common);
+        let (_, rows) = read_csv(&out);
+        assert_eq!(rows, expected, "{protocol}");
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        assert_eq!(report["intersection"]["distinct_keys"], 700, "{protocol}");
+        assert_eq!(report["peer_set_size"], 2000);
+        assert_eq!(report["buckets"]["buckets"], buckets);
+        let max = blindjoin_cli::bucket::max_load(3000, buckets, 40.0);
+        assert_eq!(
+            report["buckets"]["dummies"],
+            max * u64::from(buckets) - 3000,
+            "{protocol}"
+        );
+        std::fs::remove_file(&out).unwrap();
+    }
+
+    // Both must split alike: the run handshake names the field.
+    let out = dir.path().join("out.csv");
+    let (recv, addr, err) = spawn_listener(&[
+        "receive",
+        "--input",
+        s(&a),
+        "--column",
+        "email",
+        "--output",
+        s(&out),
+        "--buckets",
+        "4",
+    ]);
+    let send = run(&[
+        "send",
+        "--connect",
+        &addr,
+        "--input",
+        s(&b),
+        "--column",
+        "email",
+        "--buckets",
+        "8",
+    ]);
+    assert_one_line_error(&send, &["`buckets`", "4", "8"]);
+    assert!(!finish(recv, err).0);
+    assert!(!out.exists());
+    // A bucketed run against one session: the protocols differ.
+    let (recv, addr, err) = spawn_listener(&[
+        "receive",
+        "--input",
+        s(&a),
+        "--column",
+        "email",
+        "--output",
+        s(&out),
+        "--buckets",
+        "4",
+    ]);
+    let send = run(&[
+        "send",
+        "--connect",
+        &addr,
+        "--input",
+        s(&b),
+        "--column",
+        "email",
+    ]);
+    assert_one_line_error(&send, &["`protocol`", "bucketed/ecdh"]);
+    assert!(!finish(recv, err).0);
+    assert!(!out.exists());
+    // An aggregate would be learned per bucket; more lanes than buckets is meaningless.
+    for args in [
+        &[
+            "--protocol",
+            "circuit_gmw",
+            "--result",
+            "cardinality",
+            "--buckets",
+            "4",
+        ][..],
+        &["--buckets", "2", "--parallel", "3"][..],
+    ] {
+        let mut all = vec!["receive", "--listen", "127.0.0.1:0", "--input", s(&a)];
+        all.extend(["--column", "email"]);
+        all.extend_from_slice(args);
+        assert_one_line_error(&run(&all), &["--"]);
+    }
+}
+
+#[test]
 fn sender_listens_receiver_connects_on_plain_lines_with_trim() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b, out) = (

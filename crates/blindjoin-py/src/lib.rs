@@ -180,6 +180,7 @@ fn run<'py>(
         opts: settings.opts.clone(),
         max_peer_size: settings.max_peer_size,
         alone_in_process: false,
+        buckets: Default::default(),
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(settings.threads.unwrap_or(0))
