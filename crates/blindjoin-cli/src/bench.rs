@@ -14,8 +14,10 @@
 //! `--network` the sender reaches the receiver through a relay in this process that shapes the
 //! link to the profile's bandwidth and round-trip time ([`crate::netem`]).
 
+use crate::bucketed::Buckets;
 use crate::cli::parse_size;
 use crate::error::{CliError, CliResult};
+use crate::link::Lanes;
 use crate::output::write_atomic;
 use crate::party::items_of;
 use crate::report::{peak_rss_bytes, process_cpu_seconds};
@@ -25,7 +27,7 @@ use blindjoin_core::channel::tls::{self, Fingerprint, Identity, PeerCheck, TlsCo
 use blindjoin_core::item::items_from_records;
 use blindjoin_core::transport::{self, Link, LinkConfig};
 use blindjoin_psi::protocols::circuit_psi;
-use blindjoin_psi::{Aggregate, Protocol, ResultKind, RunOptions};
+use blindjoin_psi::{Aggregate, Phases, Protocol, ResultKind, RunOptions};
 use clap::Args;
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
@@ -107,6 +109,13 @@ pub struct BenchArgs {
     /// and listed [default: 30m].
     #[arg(long, value_name = "TIME", value_parser = crate::suite::run::parse_budget)]
     pub(crate) budget: Option<Duration>,
+    /// Split each run into this many buckets, padded to the public maximum, as `send` and
+    /// `receive --buckets` do. Results go to `<protocol>-b<B>[p<K>]-...` then.
+    #[arg(long, value_name = "B", default_value_t = 1)]
+    pub(crate) buckets: u32,
+    /// With --buckets: run this many buckets at once, each over its own connection.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub(crate) parallel: usize,
 }
 
 /// The connection a benchmark runs over.
@@ -177,6 +186,16 @@ pub(crate) fn open_party_link(
     is_receiver: bool,
     connect: Option<&str>,
 ) -> CliResult<Link> {
+    Ok(open_party_lanes(cfg, is_receiver, connect)?.0)
+}
+
+/// [`open_party_link`], keeping what opens further connections to the peer (a bucketed run's
+/// lanes).
+fn open_party_lanes(
+    cfg: &LinkConfig,
+    is_receiver: bool,
+    connect: Option<&str>,
+) -> CliResult<(Link, Lanes)> {
     if is_receiver {
         let l = TcpListener::bind("127.0.0.1:0")
             .map_err(|e| blindjoin_core::Error::io("cannot listen on loopback", e))?;
@@ -185,12 +204,15 @@ pub(crate) fn open_party_link(
             .map_err(|e| blindjoin_core::Error::io("no local address", e))?
             .port();
         println!("PORT {port}");
-        return Ok(transport::accept(&l, cfg, &mut |line| eprintln!("{line}"))?);
+        let lanes = l
+            .try_clone()
+            .map_err(|e| blindjoin_core::Error::io("cannot share the listener", e))?;
+        let link = transport::accept(&l, cfg, &mut |line| eprintln!("{line}"))?;
+        return Ok((link, Lanes::Listener(lanes)));
     }
     let addr = connect.ok_or_else(|| CliError::Usage("the sender needs --connect".into()))?;
-    Ok(transport::connect(addr, cfg, &mut |line| {
-        eprintln!("{line}")
-    })?)
+    let link = transport::connect(addr, cfg, &mut |line| eprintln!("{line}"))?;
+    Ok((link, Lanes::Connect(addr.to_owned())))
 }
 
 /// Hidden `bench-party` options: one party of a benchmark repetition.
@@ -220,6 +242,10 @@ pub struct PartyArgs {
     sigma: Option<u32>,
     #[arg(long, default_value = "intersection", value_parser = crate::cli::parse_result)]
     result: ResultKind,
+    #[arg(long, default_value_t = 1)]
+    buckets: u32,
+    #[arg(long, default_value_t = 1)]
+    parallel: usize,
 }
 
 /// What one party process reports.
@@ -241,6 +267,9 @@ struct PartyResult {
 pub(crate) struct Row {
     pub(crate) protocol: &'static str,
     pub(crate) result: ResultKind,
+    /// Buckets and parallel connections of a bucketed run (1 and 1: one session).
+    pub(crate) buckets: u32,
+    pub(crate) parallel: usize,
     /// The shaped network, if any.
     pub(crate) network: Option<crate::netem::Profile>,
     pub(crate) transport: Transport,
@@ -379,10 +408,32 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
     // clock counts it (0.3-0.4 s at 2^20). Make that allocation here, untimed.
     std::hint::black_box(vec![0u8; 64 << 10]);
     let link = party_link(a.tls_dir.as_deref(), is_receiver, timeout)?;
-    let ch = open_party_link(&link, is_receiver, a.connect.as_deref())?;
+    let (ch, lanes) = open_party_lanes(&link, is_receiver, a.connect.as_deref())?;
     let (cpu0, t0) = (process_cpu_seconds(), Instant::now());
     let mut ch = Metered::new(ch);
-    let (phases, intersection, aggregate) = if is_receiver {
+    let mut bucket_phases = Vec::new();
+    let mut other_lanes = Traffic::default();
+    let (phases, intersection, aggregate) = if a.buckets > 1 {
+        let b = Buckets {
+            count: a.buckets,
+            parallel: a.parallel,
+        };
+        b.check(&opts)?;
+        let out = crate::bucketed::run(
+            &mut ch,
+            &mut || lanes.open(&link),
+            a.protocol,
+            is_receiver,
+            &items,
+            &opts,
+            b,
+        )?;
+        other_lanes = out.other_lanes;
+        let r = (Phases(Vec::new()), out.indices.clone(), None);
+        bucket_phases = out.phases.clone();
+        out.close();
+        r
+    } else if is_receiver {
         let out = a.protocol.receive(&mut ch, &items, &opts, &mut rng)?;
         let aggregate = out.aggregate.map(|g| match g {
             Aggregate::Cardinality(c) => u128::from(c),
@@ -398,15 +449,23 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
     };
     let wall = hash_wall + t0.elapsed().as_secs_f64();
     let cpu = hash_cpu + process_cpu_seconds() - cpu0;
+    let mut traffic = ch.traffic();
+    traffic.bytes_sent += other_lanes.bytes_sent;
+    traffic.bytes_received += other_lanes.bytes_received;
+    traffic.frames_sent += other_lanes.frames_sent;
+    traffic.frames_received += other_lanes.frames_received;
+    traffic.flights_sent += other_lanes.flights_sent;
+    let mut phases: Vec<(String, f64)> = phases
+        .0
+        .iter()
+        .map(|(n, s)| ((*n).to_owned(), *s))
+        .collect();
+    phases.extend(bucket_phases);
     let result = PartyResult {
         wall_seconds: wall,
         cpu_seconds: cpu,
-        traffic: ch.traffic(),
-        phases: phases
-            .0
-            .iter()
-            .map(|(n, s)| ((*n).to_owned(), *s))
-            .collect(),
+        traffic,
+        phases,
         intersection,
         aggregate,
         peak_rss_bytes: peak_rss_bytes(),
@@ -563,6 +622,14 @@ fn one_rep(
         args.extend(["--sigma".to_owned(), sigma.to_string()]);
     }
     args.extend(["--result".to_owned(), a.result.to_string()]);
+    if a.buckets > 1 {
+        args.extend([
+            "--buckets".to_owned(),
+            a.buckets.to_string(),
+            "--parallel".to_owned(),
+            a.parallel.to_string(),
+        ]);
+    }
     if let Some(t) = tls {
         args.extend(t.args());
     }
@@ -612,6 +679,12 @@ pub fn run(a: &BenchArgs, threads: Option<usize>) -> CliResult<()> {
         md.push('\n');
     }
     let mut name = a.protocol.name.to_owned();
+    if a.buckets > 1 {
+        name.push_str(&format!("-b{}", a.buckets));
+        if a.parallel > 1 {
+            name.push_str(&format!("p{}", a.parallel));
+        }
+    }
     if a.result != ResultKind::Intersection {
         name.push_str(&format!("-{}", a.result));
     }
@@ -716,6 +789,8 @@ pub(crate) fn measure(a: &BenchArgs, threads: usize) -> CliResult<Vec<Row>> {
             let row = Row {
                 protocol: a.protocol.name,
                 result: a.result,
+                buckets: a.buckets,
+                parallel: a.parallel,
                 network: a.network.clone(),
                 transport,
                 n_recv,
@@ -793,6 +868,13 @@ fn table_row(r: &Row) -> String {
         Transport::Tcp => r.protocol.to_owned(),
         Transport::Tls => format!("{} (TLS)", r.protocol),
     };
+    if r.buckets > 1 {
+        name.push_str(&format!(" [{} buckets", r.buckets));
+        if r.parallel > 1 {
+            name.push_str(&format!(", {} at once", r.parallel));
+        }
+        name.push(']');
+    }
     if r.result != ResultKind::Intersection {
         name.push_str(&format!(" ({})", r.result));
     }

@@ -148,7 +148,7 @@ fn run_config(
 /// further lane (called K − 1 times, in order), then the buckets (see the [module doc](self)).
 /// The caller ends lane 0 with the run's confirmation, as after one session.
 pub fn run<C: Channel>(
-    ch: &mut Transcript<C>,
+    ch: &mut C,
     open_lane: &mut dyn FnMut() -> CliResult<Link>,
     protocol: &'static Protocol,
     receiver: bool,

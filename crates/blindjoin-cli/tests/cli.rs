@@ -1263,6 +1263,44 @@ fn bench_runs_two_processes_and_checks_the_result() {
 }
 
 #[test]
+fn bench_runs_a_bucketed_protocol_and_checks_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "bench",
+        "--protocol",
+        "kkrt16",
+        "--sizes",
+        "2^12",
+        "--reps",
+        "1",
+        "--buckets",
+        "4",
+        "--parallel",
+        "2",
+        "--out",
+        s(dir.path()),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("kkrt16-b4p2-1t.json")).unwrap())
+            .unwrap();
+    assert_eq!(rows[0]["buckets"], 4);
+    assert_eq!(rows[0]["parallel"], 2);
+    let md = std::fs::read_to_string(dir.path().join("kkrt16-b4p2-1t.md")).unwrap();
+    assert!(
+        md.lines()
+            .nth(2)
+            .unwrap()
+            .starts_with("| kkrt16 [4 buckets, 2 at once] | 4096 | 4096 | 1 |"),
+        "{md}"
+    );
+}
+
+#[test]
 fn empty_inputs_give_an_empty_intersection_with_the_header_kept() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b, out) = (

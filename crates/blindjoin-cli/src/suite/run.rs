@@ -171,6 +171,8 @@ fn bench_args(row: &PaperRow, network: Option<Profile>, reps: usize) -> CliResul
         timeout: 3600,
         suite: None,
         budget: None,
+        buckets: 1,
+        parallel: 1,
     })
 }
 
