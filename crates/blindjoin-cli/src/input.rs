@@ -169,13 +169,66 @@ pub struct Input {
 ///
 /// `progress` is called with the bytes read so far.
 pub fn read_input(spec: &InputSpec, progress: &(dyn Fn(u64) + Sync)) -> CliResult<Input> {
+    let mut sink = DedupSink {
+        dedup: Dedup::default(),
+        path: spec.path,
+    };
+    let (source, bytes) = read_rows(spec, &mut sink, progress)?;
+    Ok(Input {
+        keyed: sink.finish()?,
+        source,
+        bytes,
+    })
+}
+
+/// Where a reader puts the keys of the rows as the file streams by ([`read_rows`]).
+pub trait RowSink {
+    /// Takes the items of the next rows, in file order (`None`: an empty or invalid key).
+    fn take(&mut self, rows: &[Option<Item>]) -> CliResult<()>;
+
+    /// The reader's estimate of the rows to come (the whole input), once it has one.
+    fn expect(&mut self, _rows: usize) {}
+}
+
+/// The sink of [`read_input`]: the distinct items and each row's item, in memory.
+struct DedupSink<'a> {
+    dedup: Dedup,
+    path: &'a Path,
+}
+
+impl DedupSink<'_> {
+    fn finish(self) -> CliResult<Keyed> {
+        self.dedup.finish().map_err(|_| too_many_keys(self.path))
+    }
+}
+
+impl RowSink for DedupSink<'_> {
+    fn take(&mut self, rows: &[Option<Item>]) -> CliResult<()> {
+        self.dedup
+            .extend(rows)
+            .map_err(|_| too_many_keys(self.path))
+    }
+
+    fn expect(&mut self, rows: usize) {
+        self.dedup.reserve(rows);
+    }
+}
+
+/// Reads an input file as [`read_input`] does, but hands the rows' items to `sink` as they
+/// come instead of keeping them: memory stays that of a few chunks, whatever the file's size.
+/// Returns where the rows are and the bytes read.
+pub fn read_rows(
+    spec: &InputSpec,
+    sink: &mut dyn RowSink,
+    progress: &(dyn Fn(u64) + Sync),
+) -> CliResult<(RowSource, u64)> {
     let format = spec.format();
     if format == Format::Parquet {
-        return read_parquet(spec, progress);
+        return read_parquet(spec, sink, progress);
     }
     let file = std::fs::File::open(spec.path).map_err(|source| file_error(spec.path, source))?;
     let size = file.metadata().ok().map(|m| m.len());
-    read_stream(spec, format, file, size, progress)
+    read_stream(spec, format, file, size, sink, progress)
 }
 
 /// [`read_input`] of a CSV or lines input from `reader` instead of the file at `spec.path`,
@@ -186,7 +239,18 @@ pub fn read_input_from(spec: &InputSpec, reader: impl Read + Send) -> CliResult<
             "{}: a Parquet input is read from its file",
             spec.path.display()
         ))),
-        format => read_stream(spec, format, reader, None, &|_| {}),
+        format => {
+            let mut sink = DedupSink {
+                dedup: Dedup::default(),
+                path: spec.path,
+            };
+            let (source, bytes) = read_stream(spec, format, reader, None, &mut sink, &|_| {})?;
+            Ok(Input {
+                keyed: sink.finish()?,
+                source,
+                bytes,
+            })
+        }
     }
 }
 
@@ -460,8 +524,9 @@ fn read_stream(
     format: Format,
     reader: impl Read + Send,
     size_hint: Option<u64>,
+    sink: &mut dyn RowSink,
     progress: &(dyn Fn(u64) + Sync),
-) -> CliResult<Input> {
+) -> CliResult<(RowSource, u64)> {
     let path = spec.path;
     let workers = rayon::current_num_threads().max(1);
     let (tx, rx) = std::sync::mpsc::sync_channel::<RawChunk>(workers * 2);
@@ -469,7 +534,7 @@ fn read_stream(
     std::thread::scope(|s| {
         let pool = &pool;
         let cutter = s.spawn(move || cut_chunks(reader, format, tx, pool, progress));
-        let consumed = consume_chunks(spec, format, &rx, pool, workers, size_hint);
+        let consumed = consume_chunks(spec, format, &rx, pool, workers, size_hint, sink);
         drop(rx);
         let cut = cutter.join().map_err(|_| {
             CliError::Usage(format!("{}: the reading thread failed", path.display()))
@@ -493,13 +558,7 @@ fn read_stream(
                 });
             }
         };
-        let (keyed, mut source) = consumed?;
-        source.rows = keyed.rows() as u64;
-        Ok(Input {
-            keyed,
-            source,
-            bytes,
-        })
+        Ok((consumed?, bytes))
     })
 }
 
@@ -523,9 +582,9 @@ fn consume_chunks(
     pool: &BufferPool,
     workers: usize,
     size_hint: Option<u64>,
-) -> CliResult<(Keyed, RowSource)> {
+    sink: &mut dyn RowSink,
+) -> CliResult<RowSource> {
     let path = spec.path;
-    let mut dedup = Dedup::default();
     let mut chunks = Vec::new();
     let mut header: Option<Header> = None;
     let mut next_row = 0u64;
@@ -570,7 +629,7 @@ fn consume_chunks(
                 reserved = true;
                 let per = (items.len() as u64 + 1) as f64 / (c.data.len() as u64 + 1) as f64;
                 if let Some(size) = size_hint {
-                    dedup.reserve((size as f64 * per * 1.05) as usize);
+                    sink.expect((size as f64 * per * 1.05) as usize);
                 }
             }
             chunks.push(Chunk {
@@ -581,7 +640,7 @@ fn consume_chunks(
                 first_line: c.first_line,
             });
             next_row += items.len() as u64;
-            dedup.extend(&items).map_err(|_| too_many_keys(path))?;
+            sink.take(&items)?;
         }
         for c in wave.drain(..) {
             pool.give(c.data, workers * 4 + 4);
@@ -591,17 +650,14 @@ fn consume_chunks(
         Some(h) => (h.fields, h.key_columns),
         None => (Vec::new(), Vec::new()),
     };
-    Ok((
-        dedup.finish().map_err(|_| too_many_keys(path))?,
-        RowSource {
-            path: path.to_path_buf(),
-            format,
-            columns,
-            key_columns,
-            chunks,
-            rows: next_row,
-        },
-    ))
+    Ok(RowSource {
+        path: path.to_path_buf(),
+        format,
+        columns,
+        key_columns,
+        chunks,
+        rows: next_row,
+    })
 }
 
 fn too_many_keys(path: &Path) -> CliError {
@@ -876,7 +932,11 @@ pub fn parquet_error(path: &Path, e: &dyn std::fmt::Display) -> CliError {
     ))
 }
 
-fn read_parquet(spec: &InputSpec, progress: &(dyn Fn(u64) + Sync)) -> CliResult<Input> {
+fn read_parquet(
+    spec: &InputSpec,
+    sink: &mut dyn RowSink,
+    progress: &(dyn Fn(u64) + Sync),
+) -> CliResult<(RowSource, u64)> {
     let path = spec.path;
     let builder = parquet_builder(path)?;
     let schema = builder.schema().clone();
@@ -919,7 +979,7 @@ fn read_parquet(spec: &InputSpec, progress: &(dyn Fn(u64) + Sync)) -> CliResult<
         .iter()
         .map(|k| in_file_order.iter().position(|x| x == k).unwrap_or(0))
         .collect();
-    let mut dedup = Dedup::with_capacity(usize::try_from(rows_total).unwrap_or(0));
+    sink.expect(usize::try_from(rows_total).unwrap_or(0));
     let mut rows = 0u64;
     let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
     for batch in reader {
@@ -932,15 +992,13 @@ fn read_parquet(spec: &InputSpec, progress: &(dyn Fn(u64) + Sync)) -> CliResult<
         let items = hash_parallel(spec.normalizer, &columns)
             .map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))?;
         rows += items.len() as u64;
-        dedup.extend(&items).map_err(|_| too_many_keys(path))?;
+        sink.take(&items)?;
         if let Some(done) = bytes.saturating_mul(rows).checked_div(rows_total) {
             progress(done);
         }
     }
-    let keyed = dedup.finish().map_err(|_| too_many_keys(path))?;
-    Ok(Input {
-        keyed,
-        source: RowSource {
+    Ok((
+        RowSource {
             path: path.to_path_buf(),
             format: Format::Parquet,
             columns: names,
@@ -949,7 +1007,7 @@ fn read_parquet(spec: &InputSpec, progress: &(dyn Fn(u64) + Sync)) -> CliResult<
             rows,
         },
         bytes,
-    })
+    ))
 }
 
 /// A column as text: string and binary columns as they are, others cast to their string form.
