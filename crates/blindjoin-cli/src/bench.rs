@@ -424,12 +424,21 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
             &mut || lanes.open(&link),
             a.protocol,
             is_receiver,
-            &items,
+            |partition| {
+                Ok(Box::new(crate::bucketed::MemorySplit::new(
+                    &items, partition,
+                )))
+            },
             &opts,
             b,
         )?;
         other_lanes = out.other_lanes;
-        let r = (Phases(Vec::new()), out.indices.clone(), None);
+        // The matches are item indices.
+        let matches = out
+            .matches
+            .as_ref()
+            .map(|m| m.iter().map(|&i| i as usize).collect());
+        let r = (Phases(Vec::new()), matches, None);
         bucket_phases = out.phases.clone();
         out.close();
         r

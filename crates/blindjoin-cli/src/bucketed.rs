@@ -5,14 +5,18 @@
 //!
 //! 1. **Run handshake** on lane 0: the ordinary session handshake
 //!    ([`blindjoin_core::handshake`]) under the protocol id `bucketed/<protocol>`, with B, K,
-//!    κ, λ, the key parameters and each party's real number of distinct items. Its session id
-//!    is the run id; the partition key is derived from it.
+//!    κ, λ and the key parameters (set sizes 0: an input that streams through its buckets is
+//!    counted only once it is partitioned). Its session id is the run id; the partition key
+//!    is derived from it.
 //! 2. **Lanes**: with K > 1 the connector opens K − 1 more connections one after the other and
 //!    the listener accepts them in that order; each starts with a handshake naming the run id
 //!    and its lane number, so a crossed or foreign connection is refused.
-//! 3. **Partition**: each party maps its items to buckets ([`Partition`]) and checks that no
-//!    bucket holds more than its public maximum ([`max_load`] of its own n; the run stops with
-//!    an error naming the bucket if one does, with probability at most 2^-λ).
+//! 3. **Partition**: each party maps its items to buckets ([`Partition`]; a [`Split`] in memory
+//!    or spilled to files), then both send their number of distinct items n (the receiver's
+//!    first), checked against the largest and the expected peer size as a session's
+//!    handshake checks them. Each checks that no bucket of its own holds more than its public
+//!    maximum ([`max_load`] of its own n; the run stops with an error naming the bucket if one
+//!    does, with probability at most 2^-λ).
 //! 4. **Buckets**: lane w runs buckets w, w + K, w + 2K, … in order, each an ordinary session of
 //!    the protocol on the bucket's items and random dummies up to the maximum, with the peer's
 //!    set size required to be the peer's maximum, and the run id and bucket number as
@@ -34,15 +38,93 @@
 use crate::bucket::{Partition, dummies, max_load};
 use crate::error::{CliError, CliResult};
 use crate::report::hex;
-use blindjoin_core::channel::Channel;
 use blindjoin_core::channel::metered::{Metered, Traffic};
 use blindjoin_core::channel::transcript::Transcript;
+use blindjoin_core::channel::{Channel, recv_msg, send_msg};
 use blindjoin_core::handshake::{Role, Session, SessionConfig, handshake};
 use blindjoin_core::item::Item;
 use blindjoin_core::transport::Link;
 use blindjoin_core::{Error, finish};
 use blindjoin_psi::{Protocol, ResultKind, RunOptions};
 use std::time::Instant;
+
+/// Name of the receiver's number of distinct items, sent after the partition.
+pub const MSG_RECEIVER_SIZE: &str = "the receiver's distinct items (bucketed run)";
+
+/// Name of the sender's number of distinct items, sent after the partition.
+pub const MSG_SENDER_SIZE: &str = "the sender's distinct items (bucketed run)";
+
+/// A party's items split into the run's buckets.
+pub trait Split: Sync {
+    /// Distinct items over all buckets.
+    fn distinct(&self) -> u64;
+    /// Distinct items in bucket `p`.
+    fn count(&self, p: usize) -> u64;
+    /// Bucket `p`'s distinct items and what a match at each stands for.
+    fn load(&self, p: usize) -> CliResult<Loaded>;
+}
+
+/// One bucket's distinct items, each with the values a match at it stands for (an item index
+/// of the caller's, or the input rows that carry the item).
+pub struct Loaded {
+    /// The distinct items.
+    pub items: Vec<Item>,
+    /// The values of item k are `values[ends[k - 1]..ends[k]]` (from 0 for k = 0).
+    pub values: Vec<u64>,
+    /// See `values`.
+    pub ends: Vec<usize>,
+}
+
+impl Loaded {
+    /// The values of the items at `positions` (positions past the real items, the dummies',
+    /// are ignored).
+    fn values_at(&self, positions: &[usize], out: &mut Vec<u64>) {
+        for &k in positions {
+            if k < self.items.len() {
+                let start = if k == 0 { 0 } else { self.ends[k - 1] };
+                out.extend_from_slice(&self.values[start..self.ends[k]]);
+            }
+        }
+    }
+}
+
+/// [`Split`] of items in memory: a match stands for the item's index in `items`.
+pub struct MemorySplit<'a> {
+    items: &'a [Item],
+    members: Vec<Vec<u32>>,
+}
+
+impl<'a> MemorySplit<'a> {
+    /// Splits `items` (distinct; fewer than 2^32) by `partition`.
+    pub fn new(items: &'a [Item], partition: &Partition) -> Self {
+        let mut assigned = vec![0u32; items.len()];
+        partition.assign(items, &mut assigned);
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); partition.buckets() as usize];
+        for (i, &p) in assigned.iter().enumerate() {
+            members[p as usize].push(i as u32);
+        }
+        MemorySplit { items, members }
+    }
+}
+
+impl Split for MemorySplit<'_> {
+    fn distinct(&self) -> u64 {
+        self.items.len() as u64
+    }
+
+    fn count(&self, p: usize) -> u64 {
+        self.members[p].len() as u64
+    }
+
+    fn load(&self, p: usize) -> CliResult<Loaded> {
+        let m = &self.members[p];
+        Ok(Loaded {
+            items: m.iter().map(|&i| self.items[i as usize]).collect(),
+            values: m.iter().map(|&i| u64::from(i)).collect(),
+            ends: (1..=m.len()).collect(),
+        })
+    }
+}
 
 /// How a run is split: `count` buckets over `parallel` connections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,8 +181,9 @@ impl Buckets {
 pub struct Outcome {
     /// The run handshake's session (its id is the run id; the peer size is its real one).
     pub session: Session,
-    /// The receiver's matched items (indices into its items, ascending); `None` for the sender.
-    pub indices: Option<Vec<usize>>,
+    /// The receiver's matches: the values ([`Loaded`]) of its matched items, ascending; `None`
+    /// for the sender.
+    pub matches: Option<Vec<u64>>,
     /// Seconds per phase.
     pub phases: Vec<(String, f64)>,
     /// The dummies this party added (B · max − n).
@@ -119,23 +202,16 @@ impl Outcome {
 }
 
 /// The handshake parameter naming a bucketed run.
-fn run_config(
-    protocol: &Protocol,
-    receiver: bool,
-    n: u64,
-    b: Buckets,
-    opts: &RunOptions,
-) -> SessionConfig {
+fn run_config(protocol: &Protocol, receiver: bool, b: Buckets, opts: &RunOptions) -> SessionConfig {
     let role = if receiver {
         Role::Receiver
     } else {
         Role::Sender
     };
-    let mut cfg = SessionConfig::new(&format!("bucketed/{}", protocol.name), role, n);
+    let mut cfg = SessionConfig::new(&format!("bucketed/{}", protocol.name), role, 0);
     cfg.kappa = opts.kappa;
     cfg.lambda = opts.lambda;
-    cfg.max_peer_set_size = opts.max_peer_set_size;
-    cfg.expected_peer_set_size = opts.expected_peer_set_size;
+    cfg.expected_peer_set_size = Some(0);
     cfg.params = vec![
         ("buckets".into(), b.count.to_string()),
         ("parallel".into(), b.parallel.to_string()),
@@ -145,28 +221,22 @@ fn run_config(
 }
 
 /// Runs one party's bucketed run: the run handshake on `ch` (lane 0), `open_lane` for each
-/// further lane (called K − 1 times, in order), then the buckets (see the [module doc](self)).
-/// The caller ends lane 0 with the run's confirmation, as after one session.
-pub fn run<C: Channel>(
+/// further lane (called K − 1 times, in order), `split` to partition this party's items, then
+/// the buckets (see the [module doc](self)). The caller ends lane 0 with the run's
+/// confirmation, as after one session.
+pub fn run<'a, C: Channel>(
     ch: &mut C,
     open_lane: &mut dyn FnMut() -> CliResult<Link>,
     protocol: &'static Protocol,
     receiver: bool,
-    items: &[Item],
+    split: impl FnOnce(&Partition) -> CliResult<Box<dyn Split + 'a>>,
     opts: &RunOptions,
     b: Buckets,
 ) -> CliResult<Outcome> {
     let mut phases = Vec::new();
     let t = Instant::now();
     let mut rng = rand::rng();
-    let session = handshake(
-        ch,
-        &run_config(protocol, receiver, items.len() as u64, b, opts),
-        &mut rng,
-    )?;
-    if let Some(hook) = &opts.on_session {
-        hook(&session);
-    }
+    let mut session = handshake(ch, &run_config(protocol, receiver, b, opts), &mut rng)?;
     let run_id = hex(&session.id);
     let mut lanes = Vec::with_capacity(b.parallel.saturating_sub(1));
     for w in 1..b.parallel {
@@ -185,40 +255,62 @@ pub fn run<C: Channel>(
         t.elapsed().as_secs_f64(),
     ));
 
-    // Partition and pad.
+    // Partition, then the sizes.
     let t = Instant::now();
     let key = session
         .block("blindjoin/bucketed run/partition key")
         .to_bytes();
     let partition = Partition::new(key, b.count);
-    let mut assigned = vec![0u32; items.len()];
-    partition.assign(items, &mut assigned);
-    let mut members: Vec<Vec<usize>> = vec![Vec::new(); b.count as usize];
-    for (i, &p) in assigned.iter().enumerate() {
-        members[p as usize].push(i);
+    let split = split(&partition)?;
+    phases.push(("partition".to_owned(), t.elapsed().as_secs_f64()));
+    let n = split.distinct();
+    let peer_n: u64 = if receiver {
+        send_msg(ch, MSG_RECEIVER_SIZE, &n)?;
+        recv_msg(ch, MSG_SENDER_SIZE, 16)?
+    } else {
+        let peer = recv_msg(ch, MSG_RECEIVER_SIZE, 16)?;
+        send_msg(ch, MSG_SENDER_SIZE, &n)?;
+        peer
+    };
+    let peer_role = if receiver { "sender" } else { "receiver" };
+    if peer_n > opts.max_peer_set_size {
+        return Err(Error::ParamMismatch {
+            field: format!("{peer_role} set size"),
+            ours: format!("at most {}", opts.max_peer_set_size),
+            peer: peer_n.to_string(),
+        }
+        .into());
     }
-    drop(assigned);
-    let lambda = f64::from(opts.lambda);
-    let own_max = max_load(items.len() as u64, b.count, lambda);
-    let peer_max = max_load(session.peer_size(), b.count, lambda);
-    if let Some((p, m)) = members
-        .iter()
-        .enumerate()
-        .find(|(_, m)| m.len() as u64 > own_max)
+    if let Some(expected) = opts.expected_peer_set_size
+        && peer_n != expected
     {
+        return Err(Error::ParamMismatch {
+            field: format!("{peer_role} set size"),
+            ours: expected.to_string(),
+            peer: peer_n.to_string(),
+        }
+        .into());
+    }
+    (session.receiver_size, session.sender_size) = if receiver { (n, peer_n) } else { (peer_n, n) };
+    if let Some(hook) = &opts.on_session {
+        hook(&session);
+    }
+    let lambda = f64::from(opts.lambda);
+    let own_max = max_load(n, b.count, lambda);
+    let peer_max = max_load(peer_n, b.count, lambda);
+    if let Some(p) = (0..b.count as usize).find(|&p| split.count(p) > own_max) {
         return Err(Error::InvalidParam {
             field: "buckets",
             reason: format!(
                 "bucket {p} holds {} items, more than the public maximum of {own_max} \
                  (which happens with probability below 2^-{}); run again for another partition",
-                m.len(),
+                split.count(p),
                 opts.lambda
             ),
         }
         .into());
     }
-    let dummy_count = own_max * u64::from(b.count) - items.len() as u64;
-    phases.push(("partition".to_owned(), t.elapsed().as_secs_f64()));
+    let dummy_count = own_max * u64::from(b.count) - n;
 
     let mut bucket_opts = opts.clone();
     bucket_opts.on_session = None;
@@ -232,36 +324,35 @@ pub fn run<C: Channel>(
 
     let t = Instant::now();
     let threads = (rayon::current_num_threads() / b.parallel).max(1);
-    let run_lane = |ch: &mut dyn Channel, w: usize| -> CliResult<Vec<usize>> {
+    let split = &*split;
+    let run_lane = |ch: &mut dyn Channel, w: usize| -> CliResult<Vec<u64>> {
         let mut rng = rand::rng();
         let mut found = Vec::new();
         for p in (w..b.count as usize).step_by(b.parallel) {
-            let real = &members[p];
-            let mut set: Vec<Item> = real.iter().map(|&i| items[i]).collect();
-            set.extend(dummies((own_max - real.len() as u64) as usize, &mut rng));
+            let mut bucket = split.load(p)?;
+            let real = bucket.items.len();
+            let mut set = std::mem::take(&mut bucket.items);
+            set.extend(dummies((own_max - real as u64) as usize, &mut rng));
             let mut o = bucket_opts.clone();
             o.key_params.push(("bucket".to_owned(), p.to_string()));
             if receiver {
                 let out = protocol.receive(ch, &set, &o, &mut rng)?;
-                found.extend(
-                    out.indices
-                        .into_iter()
-                        .filter(|&i| i < real.len())
-                        .map(|i| real[i]),
-                );
+                set.truncate(real);
+                bucket.items = set;
+                bucket.values_at(&out.indices, &mut found);
             } else {
                 protocol.send(ch, &set, &o, &mut rng)?;
             }
         }
         Ok(found)
     };
-    let mut found = std::thread::scope(|s| -> CliResult<Vec<usize>> {
+    let mut found = std::thread::scope(|s| -> CliResult<Vec<u64>> {
         let others: Vec<_> = lanes
             .iter_mut()
             .enumerate()
             .map(|(k, lane)| {
                 let run_lane = &run_lane;
-                s.spawn(move || -> CliResult<Vec<usize>> {
+                s.spawn(move || -> CliResult<Vec<u64>> {
                     let pool = rayon::ThreadPoolBuilder::new()
                         .num_threads(threads)
                         .build()
@@ -310,7 +401,7 @@ pub fn run<C: Channel>(
     }
     Ok(Outcome {
         session,
-        indices: receiver.then_some(found),
+        matches: receiver.then_some(found),
         phases,
         dummies: dummy_count,
         other_lanes,

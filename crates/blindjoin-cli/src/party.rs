@@ -315,12 +315,21 @@ pub fn run_party(
             &mut open_lane,
             p.protocol,
             p.receiver,
-            items,
+            |partition| {
+                Ok(Box::new(crate::bucketed::MemorySplit::new(
+                    items, partition,
+                )))
+            },
             &opts,
             p.buckets,
         )?;
         let phases = out.phases.clone();
-        let (session, indices) = (out.session.clone(), out.indices.clone());
+        // The matches are item indices.
+        let indices = out
+            .matches
+            .as_ref()
+            .map(|m| m.iter().map(|&i| i as usize).collect());
+        let session = out.session.clone();
         bucketed = Some(out);
         (session, phases, indices, None)
     } else if p.receiver {
