@@ -26,14 +26,17 @@
 //! bit t of plane j of β and of γ for j < σ (1 + 2σ bits per triple): a layer of L vector ANDs
 //! reads L consecutive bits of each plane, the layout the bit-sliced online phase wants. The
 //! OTs run in batches of at most [`BATCH`], each packed (and its OT outputs wiped) before the
-//! next, so memory is that of the packed triples plus one batch.
+//! next, so memory is that of the packed triples plus two batches.
 //!
 //! **Both directions at once.** In a batch each party is the OT receiver of one direction (it
 //! only sends u columns) and the OT sender of the other (it only reads them). Both parties
 //! first send their columns, through a writer thread that never waits for the peer to read
 //! ([`with_outbox`]), and then read the peer's: the two directions' columns share the wire's
 //! time instead of taking turns, and a shaped link's time for the triples is one direction's
-//! bytes, not both. All computation stays on the calling thread, in the caller's pool.
+//! bytes, not both. The receiver side runs one batch ahead of the sender side (two batches'
+//! buffers), so the next batch's columns travel while this one is read and packed: on a
+//! shaped link the triples take about the larger of the computation and the transfer, not
+//! their sum. All computation stays on the calling thread, in the caller's pool.
 
 use crate::protocols::common::with_outbox;
 use blindjoin_core::channel::renamed::Renamed;
@@ -310,19 +313,25 @@ fn direction_sid(sid: &[u8; 32], label: &str) -> [u8; 32] {
     session_hasher(sid, label).finalize().into()
 }
 
-/// The two random-OT extensions of one party and the buffers of one batch (wiped on drop).
+/// The two random-OT extensions of one party and the buffers of two batches (wiped on drop).
 struct OtPair {
     party: GmwParty,
     sender: IknpSender,
     receiver: IknpReceiver,
     prg: AesPrg,
-    /// This party's own sender outputs (x^i_0, x^i_1).
+    /// This party's own sender outputs (x^i_0, x^i_1) of the batch being packed.
     pairs: Zeroizing<Vec<[Block; 2]>>,
-    /// What this party received, x^j_{α_i}.
-    got: Zeroizing<Vec<Block>>,
     /// α_i, one bool per OT (the form the IKNP receiver takes).
     choices: Zeroizing<Vec<bool>>,
+    /// Per slot (batches alternate between two): what this party received, x^j_{α_i}, and
     /// α_i packed.
+    slots: [Slot; 2],
+}
+
+/// The receiver's side of one batch.
+#[derive(Default)]
+struct Slot {
+    got: Zeroizing<Vec<Block>>,
     alpha: Zeroizing<Vec<u64>>,
 }
 
@@ -361,33 +370,23 @@ impl OtPair {
             receiver,
             prg: AesPrg::new(Block::random(rng)),
             pairs: Zeroizing::new(Vec::new()),
-            got: Zeroizing::new(Vec::new()),
             choices: Zeroizing::new(Vec::new()),
-            alpha: Zeroizing::new(Vec::new()),
+            slots: Default::default(),
         })
     }
 
-    /// Runs `n` ≤ [`BATCH`] random OTs in each direction with fresh random choices α: fills
-    /// `pairs[..n]`, `got[..n]` and `alpha` (packed, padding zero). Both parties first send
-    /// their u columns (to `tx`, an outbox that never waits for the peer) and then read the
-    /// peer's (from `rx`), so the two directions' columns are on the wire at once.
-    fn batch(
-        &mut self,
-        rx: &mut dyn FrameReceiver,
-        tx: &mut dyn FrameSender,
-        n: usize,
-    ) -> Result<()> {
-        if self.pairs.len() < n {
-            self.pairs.resize(n, [Block::ZERO; 2]);
-            self.got.resize(n, Block::ZERO);
-            self.choices.resize(n, false);
-        }
+    /// This party's receiver side of a batch of `n` ≤ [`BATCH`] random OTs, into `slot`: draws
+    /// the choices α (packed, padding zero), sends the u columns to `tx` (an outbox that never
+    /// waits for the peer) and keeps x^j_{α_i}.
+    fn receive(&mut self, tx: &mut dyn FrameSender, n: usize, slot: usize) -> Result<()> {
+        let Slot { got, alpha } = &mut self.slots[slot];
+        got.resize(n, Block::ZERO);
+        self.choices.resize(n, false);
         let nw = words_for(n);
-        self.alpha.resize(nw, 0);
+        alpha.resize(nw, 0);
         let mut bytes = Zeroizing::new(vec![0u8; 8 * nw]);
         self.prg.fill_bytes(&mut bytes);
-        for ((w, b), c) in self
-            .alpha
+        for ((w, b), c) in alpha
             .iter_mut()
             .zip(bytes.chunks_exact(8))
             .zip(self.choices[..n].chunks_mut(64))
@@ -400,28 +399,34 @@ impl OtPair {
                 .enumerate()
                 .for_each(|(i, c)| *c = (v >> i) & 1 == 1);
         }
-        let (pairs, got, choices) = (&mut self.pairs[..n], &mut self.got[..n], &self.choices[..n]);
+        let choices = &self.choices[..n];
         match self.party {
             GmwParty::P0 => {
                 self.receiver
-                    .receive_random(&mut Renamed::new(tx, reverse_name), choices, got)?;
-                self.sender.send_random(rx, pairs)?;
+                    .receive_random(&mut Renamed::new(tx, reverse_name), choices, got)
             }
-            GmwParty::P1 => {
-                self.receiver.receive_random(tx, choices, got)?;
-                self.sender
-                    .send_random(&mut Renamed::new(rx, reverse_name), pairs)?;
-            }
+            GmwParty::P1 => self.receiver.receive_random(tx, choices, got),
         }
-        Ok(())
     }
 
-    /// The first `n` OTs of the last batch.
-    fn view(&self, n: usize) -> Batch<'_> {
+    /// This party's sender side of a batch of `n` random OTs: reads the peer's u columns from
+    /// `rx` and fills `pairs[..n]`.
+    fn send(&mut self, rx: &mut dyn FrameReceiver, n: usize) -> Result<()> {
+        self.pairs.resize(n, [Block::ZERO; 2]);
+        match self.party {
+            GmwParty::P0 => self.sender.send_random(rx, &mut self.pairs),
+            GmwParty::P1 => self
+                .sender
+                .send_random(&mut Renamed::new(rx, reverse_name), &mut self.pairs),
+        }
+    }
+
+    /// The `n` OTs of the batch in `slot` whose sender side ran last.
+    fn view(&self, n: usize, slot: usize) -> Batch<'_> {
         Batch {
             pairs: &self.pairs[..n],
-            alpha: &self.alpha,
-            got: &self.got[..n],
+            alpha: &self.slots[slot].alpha,
+            got: &self.slots[slot].got[..n],
         }
     }
 }
@@ -509,20 +514,31 @@ where
     vector.a = vec![0; vw];
     vector.b = vec![vec![0; vw]; width];
     vector.c = vec![vec![0; vw]; width];
+    // The batches: the scalar triples', then the vector triples'.
+    let batches = |total: usize| {
+        (0..total)
+            .step_by(BATCH)
+            .map(move |s| (s, BATCH.min(total - s)))
+    };
+    let plan: Vec<(bool, usize, usize)> = batches(n_scalar)
+        .map(|(s, n)| (false, s, n))
+        .chain(batches(n_vector).map(|(s, n)| (true, s, n)))
+        .collect();
     with_outbox(ch, |rx, tx| {
-        let mut start = 0;
-        while start < n_scalar {
-            let n = BATCH.min(n_scalar - start);
-            ots.batch(rx, tx, n)?;
-            pack_scalar(&ots.view(n), start / 64, &mut scalar);
-            start += n;
-        }
-        let mut start = 0;
-        while start < n_vector {
-            let n = BATCH.min(n_vector - start);
-            ots.batch(rx, tx, n)?;
-            pack_vector(&ots.view(n), start / 64, &mut vector);
-            start += n;
+        // The receiver side runs one batch ahead: batch k + 1's columns are on the wire while
+        // this party reads and packs batch k.
+        ots.receive(tx, plan[0].2, 0)?;
+        for (k, &(is_vector, start, n)) in plan.iter().enumerate() {
+            if let Some(&(_, _, next)) = plan.get(k + 1) {
+                ots.receive(tx, next, (k + 1) % 2)?;
+            }
+            ots.send(rx, n)?;
+            let batch = ots.view(n, k % 2);
+            if is_vector {
+                pack_vector(&batch, start / 64, &mut vector);
+            } else {
+                pack_scalar(&batch, start / 64, &mut scalar);
+            }
         }
         Ok(())
     })?;
