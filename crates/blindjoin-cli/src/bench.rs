@@ -422,15 +422,18 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
         let out = crate::bucketed::run(
             &mut ch,
             &mut || lanes.open(&link),
-            a.protocol,
-            is_receiver,
             |partition| {
                 Ok(Box::new(crate::bucketed::MemorySplit::new(
                     &items, partition,
                 )))
             },
-            &opts,
-            b,
+            &crate::bucketed::Party {
+                protocol: a.protocol,
+                receiver: is_receiver,
+                opts: &opts,
+                buckets: b,
+                max_peer: Some(opts.max_peer_set_size),
+            },
         )?;
         other_lanes = out.other_lanes;
         // The matches are item indices.

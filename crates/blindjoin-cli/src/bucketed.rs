@@ -37,6 +37,7 @@
 
 use crate::bucket::{Partition, dummies, max_load};
 use crate::error::{CliError, CliResult};
+use crate::party::default_max_peer_size;
 use crate::report::hex;
 use blindjoin_core::channel::metered::{Metered, Traffic};
 use blindjoin_core::channel::transcript::Transcript;
@@ -78,7 +79,7 @@ pub struct Loaded {
 impl Loaded {
     /// The values of the items at `positions` (positions past the real items, the dummies',
     /// are ignored).
-    fn values_at(&self, positions: &[usize], out: &mut Vec<u64>) {
+    pub(crate) fn values_at(&self, positions: &[usize], out: &mut Vec<u64>) {
         for &k in positions {
             if k < self.items.len() {
                 let start = if k == 0 { 0 } else { self.ends[k - 1] };
@@ -186,6 +187,8 @@ pub struct Outcome {
     pub matches: Option<Vec<u64>>,
     /// Seconds per phase.
     pub phases: Vec<(String, f64)>,
+    /// The receiver's matched distinct items.
+    pub matched_items: u64,
     /// The dummies this party added (B · max − n).
     pub dummies: u64,
     /// Traffic of the lanes other than lane 0 (lane 0's is the caller's channel's).
@@ -199,6 +202,22 @@ impl Outcome {
     pub fn close(self) {
         drop(self.lanes);
     }
+}
+
+/// Who runs a bucketed run, and how.
+#[derive(Clone, Copy)]
+pub struct Party<'o> {
+    /// The protocol of every bucket.
+    pub protocol: &'static Protocol,
+    /// Whether this party receives the intersection.
+    pub receiver: bool,
+    /// The protocol options.
+    pub opts: &'o RunOptions,
+    /// How the run is split.
+    pub buckets: Buckets,
+    /// The most distinct items the peer may announce (`None`: [`default_max_peer_size`] of
+    /// ours).
+    pub max_peer: Option<u64>,
 }
 
 /// The handshake parameter naming a bucketed run.
@@ -227,12 +246,16 @@ fn run_config(protocol: &Protocol, receiver: bool, b: Buckets, opts: &RunOptions
 pub fn run<'a, C: Channel>(
     ch: &mut C,
     open_lane: &mut dyn FnMut() -> CliResult<Link>,
-    protocol: &'static Protocol,
-    receiver: bool,
     split: impl FnOnce(&Partition) -> CliResult<Box<dyn Split + 'a>>,
-    opts: &RunOptions,
-    b: Buckets,
+    party: &Party<'_>,
 ) -> CliResult<Outcome> {
+    let Party {
+        protocol,
+        receiver,
+        opts,
+        buckets: b,
+        max_peer,
+    } = *party;
     let mut phases = Vec::new();
     let t = Instant::now();
     let mut rng = rand::rng();
@@ -273,10 +296,11 @@ pub fn run<'a, C: Channel>(
         peer
     };
     let peer_role = if receiver { "sender" } else { "receiver" };
-    if peer_n > opts.max_peer_set_size {
+    let max_peer = max_peer.unwrap_or_else(|| default_max_peer_size(n as usize));
+    if peer_n > max_peer {
         return Err(Error::ParamMismatch {
             field: format!("{peer_role} set size"),
-            ours: format!("at most {}", opts.max_peer_set_size),
+            ours: format!("at most {max_peer}"),
             peer: peer_n.to_string(),
         }
         .into());
@@ -325,9 +349,10 @@ pub fn run<'a, C: Channel>(
     let t = Instant::now();
     let threads = (rayon::current_num_threads() / b.parallel).max(1);
     let split = &*split;
-    let run_lane = |ch: &mut dyn Channel, w: usize| -> CliResult<Vec<u64>> {
+    let run_lane = |ch: &mut dyn Channel, w: usize| -> CliResult<(Vec<u64>, u64)> {
         let mut rng = rand::rng();
         let mut found = Vec::new();
+        let mut matched = 0u64;
         for p in (w..b.count as usize).step_by(b.parallel) {
             let mut bucket = split.load(p)?;
             let real = bucket.items.len();
@@ -339,20 +364,21 @@ pub fn run<'a, C: Channel>(
                 let out = protocol.receive(ch, &set, &o, &mut rng)?;
                 set.truncate(real);
                 bucket.items = set;
+                matched += out.indices.iter().filter(|&&i| i < real).count() as u64;
                 bucket.values_at(&out.indices, &mut found);
             } else {
                 protocol.send(ch, &set, &o, &mut rng)?;
             }
         }
-        Ok(found)
+        Ok((found, matched))
     };
-    let mut found = std::thread::scope(|s| -> CliResult<Vec<u64>> {
+    let (mut found, matched_items) = std::thread::scope(|s| -> CliResult<(Vec<u64>, u64)> {
         let others: Vec<_> = lanes
             .iter_mut()
             .enumerate()
             .map(|(k, lane)| {
                 let run_lane = &run_lane;
-                s.spawn(move || -> CliResult<Vec<u64>> {
+                s.spawn(move || -> CliResult<(Vec<u64>, u64)> {
                     let pool = rayon::ThreadPoolBuilder::new()
                         .num_threads(threads)
                         .build()
@@ -379,14 +405,18 @@ pub fn run<'a, C: Channel>(
         } else {
             run_lane(ch, 0)
         };
-        let mut all = first?;
+        let (mut all, mut matched) = first?;
         for h in others {
             match h.join() {
-                Ok(r) => all.extend(r?),
+                Ok(r) => {
+                    let (f, m) = r?;
+                    all.extend(f);
+                    matched += m;
+                }
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        Ok(all)
+        Ok((all, matched))
     })?;
     phases.push(("buckets".to_owned(), t.elapsed().as_secs_f64()));
     found.sort_unstable();
@@ -402,6 +432,7 @@ pub fn run<'a, C: Channel>(
     Ok(Outcome {
         session,
         matches: receiver.then_some(found),
+        matched_items,
         phases,
         dummies: dummy_count,
         other_lanes,

@@ -24,6 +24,7 @@ pub mod party;
 pub mod progress;
 pub mod report;
 pub mod serve;
+pub mod spill;
 pub mod suite;
 pub mod synth;
 pub mod values;

@@ -4,7 +4,8 @@
 //! [`run_party`] is the run on keys from anywhere (the Python package calls it with Arrow
 //! data); [`run_file_party`] is the run on a file, as `send` and `receive` do it.
 
-use crate::bucketed::Buckets;
+use crate::bucket::Partition;
+use crate::bucketed::{Buckets, MemorySplit, Split};
 use crate::cli::{KeyOpts, PartyOpts, SecurityOpts};
 use crate::error::{CliError, CliResult};
 use crate::input::{Format, Input, InputSpec, read_input};
@@ -78,6 +79,25 @@ pub struct KeysRead {
     /// The sender's value per item of `keyed` (in its order) in a sum run
     /// ([`RunOptions::values`]); `None` otherwise.
     pub values: Option<Vec<u64>>,
+    /// In a bucketed run, keys read only once the run's partition is known (`keyed` is then
+    /// empty): the input streams into its buckets on disk ([`crate::spill`]), and a match
+    /// stands for its rows. `None`: the keys are `keyed`.
+    pub stream: Option<Stream>,
+}
+
+/// Reads an input into a bucketed run's buckets, given the run's partition.
+pub type Stream = Box<dyn FnOnce(&Partition) -> CliResult<Streamed> + Send>;
+
+/// What a [`Stream`] read.
+pub struct Streamed {
+    /// The buckets.
+    pub split: Box<dyn Split + Send>,
+    /// Rows read.
+    pub rows: u64,
+    /// Rows with an empty or invalid key.
+    pub empty_keys: u64,
+    /// Rows whose key repeats an earlier row's.
+    pub duplicate_rows: u64,
 }
 
 /// A party's result: its report and, for the receiver, the matched rows (ascending).
@@ -145,15 +165,45 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
     };
     let progress = p.read_progress.clone();
     let write_progress = p.write_progress.clone();
-    let source = std::cell::OnceCell::new();
+    let source = Arc::new(std::sync::OnceLock::new());
     let out_path = match &p.role {
         CliRole::Receiver { output } => output.clone(),
         CliRole::Sender => None,
     };
     let output_spec = p.output;
+    // A bucketed run streams the input into its buckets once the run's partition is known, so
+    // memory is one bucket's whatever the input's size.
+    let streaming = p.party.buckets.split();
+    let spill_input = crate::spill::SpillInput {
+        path: p.input.to_path_buf(),
+        format: p.format,
+        columns: p.columns.to_vec(),
+        normalizer: normalizer.clone(),
+        temp: None,
+    };
+    let stream_source = source.clone();
     let result = run_party(
         p.party,
         || {
+            if streaming {
+                let stream: Stream = Box::new(move |partition: &Partition| {
+                    let s = crate::spill::spill(&spill_input, partition)?;
+                    let _ = stream_source.set(s.source);
+                    Ok(Streamed {
+                        split: Box::new(s.split),
+                        rows: s.rows,
+                        empty_keys: s.empty_keys,
+                        duplicate_rows: s.duplicate_rows,
+                    })
+                });
+                return Ok(KeysRead {
+                    keyed: Keyed::default(),
+                    path: p.input.display().to_string(),
+                    phases: Vec::new(),
+                    values: None,
+                    stream: Some(stream),
+                });
+            }
             let t = Instant::now();
             let input = read_input(&spec, &|b| {
                 if let Some(f) = &progress {
@@ -187,6 +237,7 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
                 path: p.input.display().to_string(),
                 phases,
                 values,
+                stream: None,
             })
         },
         |rows| match (&out_path, source.get()) {
@@ -258,7 +309,8 @@ pub fn run_party(
         done.store(true, Ordering::Relaxed);
         (keys, link)
     });
-    let keys = keys?;
+    let mut keys = keys?;
+    let stream = keys.stream.take();
     let (link, connect_seconds) = match link {
         Ok(l) => l,
         Err(panic) => std::panic::resume_unwind(panic),
@@ -303,6 +355,8 @@ pub fn run_party(
     let mut ch = Transcript::new(Metered::new(link));
     let mut rng = rand::rng();
     let mut bucketed = None;
+    let mut streamed = None;
+    let streaming = stream.is_some();
     let (session, proto_phases, indices, aggregate) = if p.buckets.split() {
         let mut open_lane = || match &lanes {
             Some(l) => l.open(&link_cfg),
@@ -310,21 +364,37 @@ pub fn run_party(
                 "a bucketed run's lanes need --parallel".into(),
             )),
         };
+        let split = |partition: &Partition| -> CliResult<Box<dyn Split + '_>> {
+            match stream {
+                Some(read) => {
+                    let s = read(partition)?;
+                    streamed = Some((s.rows, s.empty_keys, s.duplicate_rows));
+                    Ok(s.split)
+                }
+                None => Ok(Box::new(MemorySplit::new(items, partition))),
+            }
+        };
+        // Streamed keys are counted only once partitioned: the default bound on the peer
+        // follows our count then.
+        let max_peer = if streaming {
+            p.max_peer_size
+        } else {
+            Some(opts.max_peer_set_size)
+        };
         let out = crate::bucketed::run(
             &mut ch,
             &mut open_lane,
-            p.protocol,
-            p.receiver,
-            |partition| {
-                Ok(Box::new(crate::bucketed::MemorySplit::new(
-                    items, partition,
-                )))
+            split,
+            &crate::bucketed::Party {
+                protocol: p.protocol,
+                receiver: p.receiver,
+                opts: &opts,
+                buckets: p.buckets,
+                max_peer,
             },
-            &opts,
-            p.buckets,
         )?;
         let phases = out.phases.clone();
-        // The matches are item indices.
+        // The matches are rows of a streamed input, item indices otherwise.
         let indices = out
             .matches
             .as_ref()
@@ -359,7 +429,10 @@ pub fn run_party(
             (None, None)
         }
         Some(idx) => {
-            let rows = keys.keyed.rows_of_items(idx);
+            let (distinct, rows) = match &bucketed {
+                Some(b) if streaming => (b.matched_items, idx.clone()),
+                _ => (idx.len() as u64, keys.keyed.rows_of_items(idx)),
+            };
             let prepared = match output(&rows) {
                 Ok(prep) => prep,
                 Err(e) => {
@@ -384,7 +457,7 @@ pub fn run_party(
             }
             finish::receiver_final(&mut ch, None)?;
             let stats = IntersectionStats {
-                distinct_keys: idx.len() as u64,
+                distinct_keys: distinct,
                 rows: rows.len() as u64,
                 output: target,
             };
@@ -397,6 +470,10 @@ pub fn run_party(
     };
     let mut traffic = ch.get_ref().traffic();
     drop(ch);
+    let own_size = match session.role {
+        blindjoin_core::handshake::Role::Receiver => session.receiver_size,
+        blindjoin_core::handshake::Role::Sender => session.sender_size,
+    };
     let buckets = bucketed.map(|b| {
         traffic.bytes_sent += b.other_lanes.bytes_sent;
         traffic.bytes_received += b.other_lanes.bytes_received;
@@ -418,14 +495,23 @@ pub fn run_party(
         kappa: session.kappa,
         lambda: session.lambda,
         session_id: hex(&session.id),
-        input: Some(InputStats {
-            path: keys.path,
-            rows: keys.keyed.rows() as u64,
-            distinct_keys: keys.keyed.items.len() as u64,
-            empty_keys: keys.keyed.empty_keys,
-            duplicate_rows: keys.keyed.duplicate_rows,
+        input: Some(match streamed {
+            Some((rows, empty_keys, duplicate_rows)) => InputStats {
+                path: keys.path,
+                rows,
+                distinct_keys: own_size,
+                empty_keys,
+                duplicate_rows,
+            },
+            None => InputStats {
+                path: keys.path,
+                rows: keys.keyed.rows() as u64,
+                distinct_keys: keys.keyed.items.len() as u64,
+                empty_keys: keys.keyed.empty_keys,
+                duplicate_rows: keys.keyed.duplicate_rows,
+            },
         }),
-        own_set_size: items.len() as u64,
+        own_set_size: own_size,
         peer_set_size: session.peer_size(),
         intersection,
         aggregate,

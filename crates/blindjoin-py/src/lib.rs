@@ -281,6 +281,7 @@ fn execute(
                             seconds: t.elapsed().as_secs_f64(),
                         }],
                         values: None,
+                        stream: None,
                     })
                 },
                 |_rows| refuse_if_cancelled().map(|()| None),
@@ -328,6 +329,7 @@ fn execute(
                             seconds: t.elapsed().as_secs_f64(),
                         }],
                         values: None,
+                        stream: None,
                     })
                 },
                 |rows| {

@@ -1,0 +1,319 @@
+//! An input partitioned into a bucketed run's buckets on disk, so that a party's memory is one
+//! bucket's, whatever the input's size ([`crate::bucketed`]).
+//!
+//! The input streams through [`read_rows`] once: each row with a key becomes a record of 24
+//! bytes (its 16-byte item, then its row number, big-endian) appended to its bucket's file in a
+//! temporary directory. Then each bucket's file is read, sorted (by item, then row: records
+//! compare as byte strings) and written back, which counts its distinct items. A bucket's
+//! session loads its sorted file: the distinct items in order, and for each the rows carrying
+//! it, which are what a match at the item stands for. The directory is removed when the split
+//! is dropped.
+
+use crate::bucket::Partition;
+use crate::bucketed::{Loaded, Split};
+use crate::error::{CliError, CliResult};
+use crate::input::Format;
+use crate::input::{InputSpec, RowSink, RowSource, read_rows};
+use crate::normalize::Normalizer;
+use crate::report::Phase;
+use blindjoin_core::item::{ITEM_LEN, Item};
+use rayon::prelude::*;
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// Bytes of one record: the item, then the row number (big-endian, so that records sort by
+/// row within an item).
+const RECORD: usize = ITEM_LEN + 8;
+
+/// Buffer of each bucket's writer.
+const WRITE_BUFFER: usize = 1 << 18;
+
+/// What to read, owned (the reading happens after the run handshake).
+#[derive(Clone, Debug)]
+pub struct SpillInput {
+    /// The input file.
+    pub path: PathBuf,
+    /// Its format (`None`: by extension).
+    pub format: Option<Format>,
+    /// Key columns.
+    pub columns: Vec<String>,
+    /// Key normalisation.
+    pub normalizer: Normalizer,
+    /// Where the temporary directory goes (`None`: the system's).
+    pub temp: Option<PathBuf>,
+}
+
+/// An input spilled into buckets: the [`Split`] of a bucketed run on a file.
+pub struct SpillSplit {
+    dir: tempfile::TempDir,
+    counts: Vec<u64>,
+    distinct: u64,
+}
+
+/// What spilling an input gives: the split, where the rows are, and the input's statistics.
+pub struct Spilled {
+    /// The buckets on disk.
+    pub split: SpillSplit,
+    /// Where the input's rows are, to write the matched ones.
+    pub source: RowSource,
+    /// Rows read.
+    pub rows: u64,
+    /// Rows with an empty or invalid key.
+    pub empty_keys: u64,
+    /// Rows whose key repeats an earlier row's.
+    pub duplicate_rows: u64,
+    /// Seconds spent, by phase.
+    pub phases: Vec<Phase>,
+}
+
+fn io_error(path: &Path, source: std::io::Error) -> CliError {
+    CliError::File {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn bucket_path(dir: &Path, p: usize) -> PathBuf {
+    dir.join(format!("bucket-{p:05}.bin"))
+}
+
+/// The sink that appends each keyed row to its bucket's file.
+struct SpillSink<'a> {
+    partition: &'a Partition,
+    dir: &'a Path,
+    writers: Vec<BufWriter<File>>,
+    next_row: u64,
+    empty: u64,
+    items: Vec<Item>,
+    rows: Vec<u64>,
+    assigned: Vec<u32>,
+}
+
+impl RowSink for SpillSink<'_> {
+    fn take(&mut self, keys: &[Option<Item>]) -> CliResult<()> {
+        self.items.clear();
+        self.rows.clear();
+        for (k, key) in keys.iter().enumerate() {
+            match key {
+                Some(item) => {
+                    self.items.push(*item);
+                    self.rows.push(self.next_row + k as u64);
+                }
+                None => self.empty += 1,
+            }
+        }
+        self.next_row += keys.len() as u64;
+        self.assigned.resize(self.items.len(), 0);
+        self.partition.assign(&self.items, &mut self.assigned);
+        for ((item, row), &p) in self.items.iter().zip(&self.rows).zip(&self.assigned) {
+            let w = &mut self.writers[p as usize];
+            let written = w
+                .write_all(&item.0)
+                .and_then(|()| w.write_all(&row.to_be_bytes()));
+            written.map_err(|e| io_error(&bucket_path(self.dir, p as usize), e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads bucket `p`'s file whole.
+fn read_bucket(dir: &Path, p: usize) -> CliResult<Vec<u8>> {
+    let path = bucket_path(dir, p);
+    let mut bytes = Vec::new();
+    File::open(&path)
+        .and_then(|mut f| f.read_to_end(&mut bytes))
+        .map_err(|e| io_error(&path, e))?;
+    if bytes.len() % RECORD != 0 {
+        return Err(CliError::Usage(format!(
+            "{}: not whole records; the temporary directory was changed",
+            path.display()
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Streams `input` into `partition`'s buckets (see the [module doc](self)).
+pub fn spill(input: &SpillInput, partition: &Partition) -> CliResult<Spilled> {
+    let t = Instant::now();
+    let dir = match &input.temp {
+        Some(d) => tempfile::Builder::new()
+            .prefix("blindjoin-buckets-")
+            .tempdir_in(d),
+        None => tempfile::Builder::new()
+            .prefix("blindjoin-buckets-")
+            .tempdir(),
+    }
+    .map_err(|e| io_error(input.temp.as_deref().unwrap_or(&std::env::temp_dir()), e))?;
+    let b = partition.buckets() as usize;
+    let mut writers = Vec::with_capacity(b);
+    for p in 0..b {
+        let path = bucket_path(dir.path(), p);
+        let f = File::create(&path).map_err(|e| io_error(&path, e))?;
+        writers.push(BufWriter::with_capacity(WRITE_BUFFER, f));
+    }
+    let mut sink = SpillSink {
+        partition,
+        dir: dir.path(),
+        writers,
+        next_row: 0,
+        empty: 0,
+        items: Vec::new(),
+        rows: Vec::new(),
+        assigned: Vec::new(),
+    };
+    let spec = InputSpec {
+        path: &input.path,
+        format: input.format,
+        columns: &input.columns,
+        normalizer: &input.normalizer,
+    };
+    let (source, _) = read_rows(&spec, &mut sink, &|_| {})?;
+    let (rows, empty) = (sink.next_row, sink.empty);
+    for (p, w) in sink.writers.into_iter().enumerate() {
+        w.into_inner()
+            .map_err(|e| io_error(&bucket_path(dir.path(), p), e.into_error()))?
+            .sync_all()
+            .map_err(|e| io_error(&bucket_path(dir.path(), p), e))?;
+    }
+    let mut phases = vec![Phase {
+        name: "read input into buckets".to_owned(),
+        seconds: t.elapsed().as_secs_f64(),
+    }];
+
+    // Sort each bucket and count its distinct items.
+    let t = Instant::now();
+    let mut counts = Vec::with_capacity(b);
+    for p in 0..b {
+        let mut bytes = read_bucket(dir.path(), p)?;
+        let records: &mut [[u8; RECORD]] = bytemuck_records(&mut bytes);
+        records.par_sort_unstable();
+        let distinct = records
+            .windows(2)
+            .filter(|w| w[0][..ITEM_LEN] != w[1][..ITEM_LEN])
+            .count() as u64
+            + u64::from(!records.is_empty());
+        counts.push(distinct);
+        let path = bucket_path(dir.path(), p);
+        std::fs::write(&path, &bytes).map_err(|e| io_error(&path, e))?;
+    }
+    phases.push(Phase {
+        name: "sort buckets".to_owned(),
+        seconds: t.elapsed().as_secs_f64(),
+    });
+    let distinct: u64 = counts.iter().sum();
+    let keyed_rows = rows - empty;
+    Ok(Spilled {
+        split: SpillSplit {
+            dir,
+            counts,
+            distinct,
+        },
+        source: RowSource { rows, ..source },
+        rows,
+        empty_keys: empty,
+        duplicate_rows: keyed_rows - distinct,
+        phases,
+    })
+}
+
+/// The bytes of whole records as records.
+fn bytemuck_records(bytes: &mut [u8]) -> &mut [[u8; RECORD]] {
+    let (records, rest) = bytes.as_chunks_mut::<RECORD>();
+    debug_assert!(rest.is_empty());
+    records
+}
+
+impl Split for SpillSplit {
+    fn distinct(&self) -> u64 {
+        self.distinct
+    }
+
+    fn count(&self, p: usize) -> u64 {
+        self.counts[p]
+    }
+
+    fn load(&self, p: usize) -> CliResult<Loaded> {
+        let mut bytes = read_bucket(self.dir.path(), p)?;
+        let records = bytemuck_records(&mut bytes);
+        let mut items = Vec::with_capacity(self.counts[p] as usize);
+        let mut values = Vec::with_capacity(records.len());
+        let mut ends = Vec::with_capacity(self.counts[p] as usize);
+        for (k, r) in records.iter().enumerate() {
+            let mut item = [0u8; ITEM_LEN];
+            item.copy_from_slice(&r[..ITEM_LEN]);
+            if items.last().is_none_or(|last: &Item| last.0 != item) {
+                if k > 0 {
+                    ends.push(values.len());
+                }
+                items.push(Item(item));
+            }
+            let mut row = [0u8; 8];
+            row.copy_from_slice(&r[ITEM_LEN..]);
+            values.push(u64::from_be_bytes(row));
+        }
+        if !items.is_empty() {
+            ends.push(values.len());
+        }
+        Ok(Loaded {
+            items,
+            values,
+            ends,
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::normalize::Normalize;
+
+    #[test]
+    fn a_spilled_input_gives_each_bucket_its_distinct_items_and_their_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.txt");
+        // Rows 0..300: key k % 100, so every key is on three rows; row 300 is empty.
+        let mut text = String::new();
+        for r in 0..300 {
+            text.push_str(&format!("key{}\n", r % 100));
+        }
+        text.push('\n');
+        std::fs::write(&path, text).unwrap();
+        let input = SpillInput {
+            path: path.clone(),
+            format: Some(Format::Lines),
+            columns: Vec::new(),
+            normalizer: Normalizer {
+                kind: Normalize::None,
+                country_code: None,
+            },
+            temp: Some(dir.path().to_path_buf()),
+        };
+        let partition = Partition::new([3; 16], 4);
+        let s = spill(&input, &partition).unwrap();
+        assert_eq!((s.rows, s.empty_keys, s.duplicate_rows), (301, 1, 200));
+        assert_eq!(s.split.distinct(), 100);
+        let mut seen = 0;
+        for p in 0..4 {
+            let b = s.split.load(p).unwrap();
+            assert_eq!(b.items.len() as u64, s.split.count(p));
+            let mut assigned = vec![0; b.items.len()];
+            partition.assign(&b.items, &mut assigned);
+            assert!(assigned.iter().all(|&q| q as usize == p));
+            for (k, item) in b.items.iter().enumerate() {
+                let mut rows = Vec::new();
+                b.values_at(&[k], &mut rows);
+                // The three rows of the key, ascending.
+                let key = rows[0] % 100;
+                assert_eq!(rows, [key, key + 100, key + 200]);
+                let want =
+                    blindjoin_core::item::items_from_records(&[format!("key{key}").into_bytes()]);
+                assert_eq!(*item, want[0]);
+            }
+            seen += b.items.len();
+        }
+        assert_eq!(seen, 100);
+    }
+}
