@@ -462,11 +462,7 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
     let wall = hash_wall + t0.elapsed().as_secs_f64();
     let cpu = hash_cpu + process_cpu_seconds() - cpu0;
     let mut traffic = ch.traffic();
-    traffic.bytes_sent += other_lanes.bytes_sent;
-    traffic.bytes_received += other_lanes.bytes_received;
-    traffic.frames_sent += other_lanes.frames_sent;
-    traffic.frames_received += other_lanes.frames_received;
-    traffic.flights_sent += other_lanes.flights_sent;
+    traffic += other_lanes;
     let mut phases: Vec<(String, f64)> = phases
         .0
         .iter()

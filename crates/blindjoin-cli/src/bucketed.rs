@@ -204,6 +204,14 @@ impl Outcome {
     }
 }
 
+/// The worker threads of one lane.
+fn lane_pool(threads: usize) -> CliResult<rayon::ThreadPool> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| CliError::Usage(format!("cannot start the worker threads: {e}")))
+}
+
 /// Who runs a bucketed run, and how.
 #[derive(Clone, Copy)]
 pub struct Party<'o> {
@@ -379,12 +387,7 @@ pub fn run<'a, C: Channel>(
             .map(|(k, lane)| {
                 let run_lane = &run_lane;
                 s.spawn(move || -> CliResult<(Vec<u64>, u64)> {
-                    let pool = rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
-                        .map_err(|e| {
-                            CliError::Usage(format!("cannot start the worker threads: {e}"))
-                        })?;
+                    let pool = lane_pool(threads)?;
                     let found = pool.install(|| run_lane(lane, k + 1))?;
                     if receiver {
                         finish::receiver_confirm(lane, None)?;
@@ -397,10 +400,7 @@ pub fn run<'a, C: Channel>(
             })
             .collect();
         let first = if b.parallel > 1 {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .map_err(|e| CliError::Usage(format!("cannot start the worker threads: {e}")))?;
+            let pool = lane_pool(threads)?;
             pool.install(|| run_lane(ch, 0))
         } else {
             run_lane(ch, 0)
@@ -422,12 +422,7 @@ pub fn run<'a, C: Channel>(
     found.sort_unstable();
     let mut other_lanes = Traffic::default();
     for lane in &lanes {
-        let t = lane.get_ref().traffic();
-        other_lanes.bytes_sent += t.bytes_sent;
-        other_lanes.bytes_received += t.bytes_received;
-        other_lanes.frames_sent += t.frames_sent;
-        other_lanes.frames_received += t.frames_received;
-        other_lanes.flights_sent += t.flights_sent;
+        other_lanes += lane.get_ref().traffic();
     }
     Ok(Outcome {
         session,

@@ -475,11 +475,7 @@ pub fn run_party(
         blindjoin_core::handshake::Role::Sender => session.sender_size,
     };
     let buckets = bucketed.map(|b| {
-        traffic.bytes_sent += b.other_lanes.bytes_sent;
-        traffic.bytes_received += b.other_lanes.bytes_received;
-        traffic.frames_sent += b.other_lanes.frames_sent;
-        traffic.frames_received += b.other_lanes.frames_received;
-        traffic.flights_sent += b.other_lanes.flights_sent;
+        traffic += b.other_lanes;
         let stats = BucketStats {
             buckets: p.buckets.count,
             parallel: p.buckets.parallel,

@@ -35,6 +35,17 @@ pub struct Traffic {
     pub flights_sent: u64,
 }
 
+impl std::ops::AddAssign for Traffic {
+    /// Adds another connection's counters (a run over several connections).
+    fn add_assign(&mut self, other: Traffic) {
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.frames_sent += other.frames_sent;
+        self.frames_received += other.frames_received;
+        self.flights_sent += other.flights_sent;
+    }
+}
+
 /// Traffic of one message in one direction.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MessageTraffic {
