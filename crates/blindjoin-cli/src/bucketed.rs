@@ -228,73 +228,128 @@ pub struct Party<'o> {
     pub max_peer: Option<u64>,
 }
 
-/// The handshake parameter naming a bucketed run.
-fn run_config(protocol: &Protocol, receiver: bool, b: Buckets, opts: &RunOptions) -> SessionConfig {
-    let role = if receiver {
+/// The handshake parameters naming a bucketed run (`extra`: further parameters both sides must
+/// hold, such as how the lanes are run).
+fn run_config(party: &Party<'_>, extra: &[(String, String)]) -> SessionConfig {
+    let role = if party.receiver {
         Role::Receiver
     } else {
         Role::Sender
     };
-    let mut cfg = SessionConfig::new(&format!("bucketed/{}", protocol.name), role, 0);
+    let opts = party.opts;
+    let mut cfg = SessionConfig::new(&format!("bucketed/{}", party.protocol.name), role, 0);
     cfg.kappa = opts.kappa;
     cfg.lambda = opts.lambda;
     cfg.expected_peer_set_size = Some(0);
     cfg.params = vec![
-        ("buckets".into(), b.count.to_string()),
-        ("parallel".into(), b.parallel.to_string()),
+        ("buckets".into(), party.buckets.count.to_string()),
+        ("parallel".into(), party.buckets.parallel.to_string()),
     ];
+    cfg.params.extend(extra.iter().cloned());
     cfg.params.extend(opts.key_params.iter().cloned());
     cfg
 }
 
-/// Runs one party's bucketed run: the run handshake on `ch` (lane 0), `open_lane` for each
-/// further lane (called K − 1 times, in order), `split` to partition this party's items, then
-/// the buckets (see the [module doc](self)). The caller ends lane 0 with the run's
-/// confirmation, as after one session.
-pub fn run<'a, C: Channel>(
+/// Step 1: the run handshake on `ch` (parameters `extra` besides B, K, κ, λ and the key
+/// parameters). Returns the run's session (its id is the run id) and the partition it keys.
+pub fn start<C: Channel + ?Sized>(
     ch: &mut C,
-    open_lane: &mut dyn FnMut() -> CliResult<Link>,
-    split: impl FnOnce(&Partition) -> CliResult<Box<dyn Split + 'a>>,
     party: &Party<'_>,
-) -> CliResult<Outcome> {
+    extra: &[(String, String)],
+) -> CliResult<(Session, Partition)> {
+    let session = handshake(ch, &run_config(party, extra), &mut rand::rng())?;
+    let key = session
+        .block("blindjoin/bucketed run/partition key")
+        .to_bytes();
+    let partition = Partition::new(key, party.buckets.count);
+    Ok((session, partition))
+}
+
+/// The hex run id of a run's session.
+pub fn run_id(session: &Session) -> String {
+    hex(&session.id)
+}
+
+/// Step 2: lane `w`'s handshake on a new connection, naming the run and the lane.
+pub fn open_lane(
+    link: Link,
+    role: Role,
+    run_id: &str,
+    w: usize,
+) -> CliResult<Transcript<Metered<Link>>> {
+    let mut lane = Transcript::new(Metered::new(link));
+    let mut cfg = SessionConfig::new("bucketed lane", role, 0);
+    cfg.params = vec![
+        ("run".into(), run_id.to_owned()),
+        ("lane".into(), w.to_string()),
+    ];
+    cfg.expected_peer_set_size = Some(0);
+    handshake(&mut lane, &cfg, &mut rand::rng())?;
+    Ok(lane)
+}
+
+/// What both parties of a run know once the sizes are exchanged: each bucket session's
+/// options and the public maxima.
+#[derive(Clone)]
+pub struct Plan {
+    /// How the run is split.
+    pub buckets: Buckets,
+    /// This party's public bucket maximum.
+    pub own_max: u64,
+    /// The peer's public bucket maximum.
+    pub peer_max: u64,
+    /// The options of every bucket's session (λ + ⌈log2 B⌉, the peer size fixed to its
+    /// maximum, the run id as a key parameter).
+    opts: RunOptions,
+}
+
+impl Plan {
+    /// The plan of a run with id `run_id` whose maxima are `own_max` and `peer_max`.
+    pub fn new(
+        opts: &RunOptions,
+        run_id: &str,
+        buckets: Buckets,
+        own_max: u64,
+        peer_max: u64,
+    ) -> Plan {
+        let mut o = opts.clone();
+        o.on_session = None;
+        o.progress = None;
+        o.expected_peer_set_size = Some(peer_max);
+        o.max_peer_set_size = peer_max;
+        o.lambda = opts.lambda + buckets.count.next_power_of_two().trailing_zeros();
+        o.key_params.push(("run".to_owned(), run_id.to_owned()));
+        Plan {
+            buckets,
+            own_max,
+            peer_max,
+            opts: o,
+        }
+    }
+
+    /// The buckets lane `w` runs, in order: w, w + K, w + 2K, …
+    pub fn lane_buckets(&self, w: usize) -> impl Iterator<Item = usize> + use<> {
+        (w..self.buckets.count as usize).step_by(self.buckets.parallel)
+    }
+}
+
+/// Step 3: sends our distinct count `n` and receives the peer's (the receiver's first), checks
+/// the peer's against the bounds and our buckets' `counts` against our public maximum, and
+/// records both sizes in `session`. Returns the run's [`Plan`].
+pub fn agree<C: Channel + ?Sized>(
+    ch: &mut C,
+    party: &Party<'_>,
+    session: &mut Session,
+    n: u64,
+    counts: &dyn Fn(usize) -> u64,
+) -> CliResult<Plan> {
     let Party {
-        protocol,
         receiver,
         opts,
         buckets: b,
         max_peer,
+        ..
     } = *party;
-    let mut phases = Vec::new();
-    let t = Instant::now();
-    let mut rng = rand::rng();
-    let mut session = handshake(ch, &run_config(protocol, receiver, b, opts), &mut rng)?;
-    let run_id = hex(&session.id);
-    let mut lanes = Vec::with_capacity(b.parallel.saturating_sub(1));
-    for w in 1..b.parallel {
-        let mut lane = Transcript::new(Metered::new(open_lane()?));
-        let mut cfg = SessionConfig::new("bucketed lane", session.role, 0);
-        cfg.params = vec![
-            ("run".into(), run_id.clone()),
-            ("lane".into(), w.to_string()),
-        ];
-        cfg.expected_peer_set_size = Some(0);
-        handshake(&mut lane, &cfg, &mut rng)?;
-        lanes.push(lane);
-    }
-    phases.push((
-        "run handshake and lanes".to_owned(),
-        t.elapsed().as_secs_f64(),
-    ));
-
-    // Partition, then the sizes.
-    let t = Instant::now();
-    let key = session
-        .block("blindjoin/bucketed run/partition key")
-        .to_bytes();
-    let partition = Partition::new(key, b.count);
-    let split = split(&partition)?;
-    phases.push(("partition".to_owned(), t.elapsed().as_secs_f64()));
-    let n = split.distinct();
     let peer_n: u64 = if receiver {
         send_msg(ch, MSG_RECEIVER_SIZE, &n)?;
         recv_msg(ch, MSG_SENDER_SIZE, 16)?
@@ -325,58 +380,115 @@ pub fn run<'a, C: Channel>(
     }
     (session.receiver_size, session.sender_size) = if receiver { (n, peer_n) } else { (peer_n, n) };
     if let Some(hook) = &opts.on_session {
-        hook(&session);
+        hook(session);
     }
     let lambda = f64::from(opts.lambda);
     let own_max = max_load(n, b.count, lambda);
     let peer_max = max_load(peer_n, b.count, lambda);
-    if let Some(p) = (0..b.count as usize).find(|&p| split.count(p) > own_max) {
+    if let Some(p) = (0..b.count as usize).find(|&p| counts(p) > own_max) {
         return Err(Error::InvalidParam {
             field: "buckets",
             reason: format!(
                 "bucket {p} holds {} items, more than the public maximum of {own_max} \
                  (which happens with probability below 2^-{}); run again for another partition",
-                split.count(p),
+                counts(p),
                 opts.lambda
             ),
         }
         .into());
     }
-    let dummy_count = own_max * u64::from(b.count) - n;
+    Ok(Plan::new(opts, &run_id(session), b, own_max, peer_max))
+}
 
-    let mut bucket_opts = opts.clone();
-    bucket_opts.on_session = None;
-    bucket_opts.progress = None;
-    bucket_opts.expected_peer_set_size = Some(peer_max);
-    bucket_opts.max_peer_set_size = peer_max;
-    bucket_opts.lambda = opts.lambda + b.count.next_power_of_two().trailing_zeros();
-    bucket_opts
-        .key_params
-        .push(("run".to_owned(), run_id.clone()));
+/// Step 4, one bucket: runs bucket `p`'s session on `ch` with `items` (bucket p's distinct
+/// items, at most the public maximum) and random dummies up to the maximum. Returns the
+/// receiver's matched positions in `items` (ascending; empty for the sender).
+pub fn bucket_session(
+    ch: &mut dyn Channel,
+    protocol: &Protocol,
+    receiver: bool,
+    plan: &Plan,
+    p: usize,
+    items: &mut Vec<Item>,
+) -> CliResult<Vec<usize>> {
+    let mut rng = rand::rng();
+    let real = items.len();
+    if real as u64 > plan.own_max {
+        return Err(CliError::Usage(format!(
+            "bucket {p} holds {real} items, more than its public maximum of {}",
+            plan.own_max
+        )));
+    }
+    items.extend(dummies((plan.own_max - real as u64) as usize, &mut rng));
+    let mut o = plan.opts.clone();
+    o.key_params.push(("bucket".to_owned(), p.to_string()));
+    let result = if receiver {
+        protocol
+            .receive(ch, items, &o, &mut rng)
+            .map(|out| out.indices.into_iter().filter(|&i| i < real).collect())
+    } else {
+        protocol.send(ch, items, &o, &mut rng).map(|_| Vec::new())
+    };
+    items.truncate(real);
+    Ok(result?)
+}
+
+/// The end of a lane other than the run's first connection: the transcript confirmation of
+/// [`blindjoin_core::finish`] (the receiver's verdict included).
+pub fn end_lane(ch: &mut Transcript<Metered<Link>>, receiver: bool) -> CliResult<()> {
+    if receiver {
+        finish::receiver_confirm(ch, None)?;
+        finish::receiver_final(ch, None)?;
+    } else {
+        finish::sender_confirm(ch)?;
+    }
+    Ok(())
+}
+
+/// Runs one party's bucketed run: the run handshake on `ch` (lane 0), `open_lane` for each
+/// further lane (called K − 1 times, in order), `split` to partition this party's items, then
+/// the buckets (see the [module doc](self)). The caller ends lane 0 with the run's
+/// confirmation, as after one session.
+pub fn run<'a, C: Channel>(
+    ch: &mut C,
+    open_link: &mut dyn FnMut() -> CliResult<Link>,
+    split: impl FnOnce(&Partition) -> CliResult<Box<dyn Split + 'a>>,
+    party: &Party<'_>,
+) -> CliResult<Outcome> {
+    let (protocol, receiver, b) = (party.protocol, party.receiver, party.buckets);
+    let mut phases = Vec::new();
+    let t = Instant::now();
+    let (mut session, partition) = start(ch, party, &[])?;
+    let id = run_id(&session);
+    let mut lanes = Vec::with_capacity(b.parallel.saturating_sub(1));
+    for w in 1..b.parallel {
+        lanes.push(open_lane(open_link()?, session.role, &id, w)?);
+    }
+    phases.push((
+        "run handshake and lanes".to_owned(),
+        t.elapsed().as_secs_f64(),
+    ));
+
+    // Partition, then the sizes.
+    let t = Instant::now();
+    let split = split(&partition)?;
+    phases.push(("partition".to_owned(), t.elapsed().as_secs_f64()));
+    let n = split.distinct();
+    let plan = agree(ch, party, &mut session, n, &|p| split.count(p))?;
+    let dummy_count = plan.own_max * u64::from(b.count) - n;
 
     let t = Instant::now();
     let threads = (rayon::current_num_threads() / b.parallel).max(1);
     let split = &*split;
+    let plan = &plan;
     let run_lane = |ch: &mut dyn Channel, w: usize| -> CliResult<(Vec<u64>, u64)> {
-        let mut rng = rand::rng();
         let mut found = Vec::new();
         let mut matched = 0u64;
-        for p in (w..b.count as usize).step_by(b.parallel) {
+        for p in plan.lane_buckets(w) {
             let mut bucket = split.load(p)?;
-            let real = bucket.items.len();
-            let mut set = std::mem::take(&mut bucket.items);
-            set.extend(dummies((own_max - real as u64) as usize, &mut rng));
-            let mut o = bucket_opts.clone();
-            o.key_params.push(("bucket".to_owned(), p.to_string()));
-            if receiver {
-                let out = protocol.receive(ch, &set, &o, &mut rng)?;
-                set.truncate(real);
-                bucket.items = set;
-                matched += out.indices.iter().filter(|&&i| i < real).count() as u64;
-                bucket.values_at(&out.indices, &mut found);
-            } else {
-                protocol.send(ch, &set, &o, &mut rng)?;
-            }
+            let positions = bucket_session(ch, protocol, receiver, plan, p, &mut bucket.items)?;
+            matched += positions.len() as u64;
+            bucket.values_at(&positions, &mut found);
         }
         Ok((found, matched))
     };
@@ -389,12 +501,7 @@ pub fn run<'a, C: Channel>(
                 s.spawn(move || -> CliResult<(Vec<u64>, u64)> {
                     let pool = lane_pool(threads)?;
                     let found = pool.install(|| run_lane(lane, k + 1))?;
-                    if receiver {
-                        finish::receiver_confirm(lane, None)?;
-                        finish::receiver_final(lane, None)?;
-                    } else {
-                        finish::sender_confirm(lane)?;
-                    }
+                    end_lane(lane, receiver)?;
                     Ok(found)
                 })
             })
