@@ -434,6 +434,7 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
                 buckets: b,
                 max_peer: Some(opts.max_peer_set_size),
             },
+            None,
         )?;
         other_lanes = out.other_lanes;
         // The matches are item indices.

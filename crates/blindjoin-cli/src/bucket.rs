@@ -84,6 +84,7 @@ pub fn max_load(n: u64, buckets: u32, lambda: f64) -> u64 {
 /// The keyed map from items to buckets of one run.
 pub struct Partition {
     pi: FixedKeyAes,
+    key: [u8; 16],
     buckets: u32,
 }
 
@@ -92,8 +93,14 @@ impl Partition {
     pub fn new(key: [u8; 16], buckets: u32) -> Self {
         Partition {
             pi: FixedKeyAes::new(Block(u128::from_le_bytes(key))),
+            key,
             buckets: buckets.max(1),
         }
+    }
+
+    /// The key (a resumable run records it).
+    pub fn key(&self) -> [u8; 16] {
+        self.key
     }
 
     /// The number of buckets.

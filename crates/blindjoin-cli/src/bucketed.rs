@@ -27,6 +27,12 @@
 //!    confirmation of [`blindjoin_core::finish`]; lane 0 carries the run's confirmation and
 //!    final verdict, after the output is in place, as a single session does.
 //!
+//! **Resume** ([`crate::rundir`]): a resumable run records each finished bucket. A run that
+//! resumes one names the old run id in the run handshake (parameter `resume`), partitions
+//! under the old key, checks that both counts are the recorded ones, and then both parties
+//! exchange which buckets they finished (the receiver's first); the buckets both finished are
+//! kept and only the others run, as sessions of the new run.
+//!
 //! **Leakage.** The peer learns B, K and our number of distinct items, as it learns the latter
 //! in one session; every bucket's announced size is the public maximum. A run that would need
 //! more than the maximum in a bucket fails rather than announce it. An aggregate result
@@ -39,6 +45,7 @@ use crate::bucket::{Partition, dummies, max_load};
 use crate::error::{CliError, CliResult};
 use crate::party::default_max_peer_size;
 use crate::report::hex;
+use crate::rundir::{Finished, RunDir, RunState, key_of};
 use blindjoin_core::channel::metered::{Metered, Traffic};
 use blindjoin_core::channel::transcript::Transcript;
 use blindjoin_core::channel::{Channel, recv_msg, send_msg};
@@ -47,6 +54,7 @@ use blindjoin_core::item::Item;
 use blindjoin_core::transport::Link;
 use blindjoin_core::{Error, finish};
 use blindjoin_psi::{Protocol, ResultKind, RunOptions};
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Name of the receiver's number of distinct items, sent after the partition.
@@ -54,6 +62,12 @@ pub const MSG_RECEIVER_SIZE: &str = "the receiver's distinct items (bucketed run
 
 /// Name of the sender's number of distinct items, sent after the partition.
 pub const MSG_SENDER_SIZE: &str = "the sender's distinct items (bucketed run)";
+
+/// Name of the receiver's finished buckets, sent when a run resumes.
+pub const MSG_RECEIVER_FINISHED: &str = "the receiver's finished buckets (resumed run)";
+
+/// Name of the sender's finished buckets, sent when a run resumes.
+pub const MSG_SENDER_FINISHED: &str = "the sender's finished buckets (resumed run)";
 
 /// A party's items split into the run's buckets.
 pub trait Split: Sync {
@@ -191,6 +205,8 @@ pub struct Outcome {
     pub matched_items: u64,
     /// The dummies this party added (B · max − n).
     pub dummies: u64,
+    /// Buckets kept from the run this one resumed (not run again).
+    pub kept: u64,
     /// Traffic of the lanes other than lane 0 (lane 0's is the caller's channel's).
     pub other_lanes: Traffic,
     /// The open lanes 1.. (already confirmed), to close after lane 0's final verdict.
@@ -411,6 +427,18 @@ pub fn bucket_session(
     p: usize,
     items: &mut Vec<Item>,
 ) -> CliResult<Vec<usize>> {
+    run_bucket(ch, protocol, receiver, plan, p, items).map(|(positions, _)| positions)
+}
+
+/// [`bucket_session`], also giving the id of the bucket's session.
+fn run_bucket(
+    ch: &mut dyn Channel,
+    protocol: &Protocol,
+    receiver: bool,
+    plan: &Plan,
+    p: usize,
+    items: &mut Vec<Item>,
+) -> CliResult<(Vec<usize>, [u8; 32])> {
     let mut rng = rand::rng();
     let real = items.len();
     if real as u64 > plan.own_max {
@@ -423,14 +451,55 @@ pub fn bucket_session(
     let mut o = plan.opts.clone();
     o.key_params.push(("bucket".to_owned(), p.to_string()));
     let result = if receiver {
-        protocol
-            .receive(ch, items, &o, &mut rng)
-            .map(|out| out.indices.into_iter().filter(|&i| i < real).collect())
+        protocol.receive(ch, items, &o, &mut rng).map(|out| {
+            let positions = out.indices.into_iter().filter(|&i| i < real).collect();
+            (positions, out.session.id)
+        })
     } else {
-        protocol.send(ch, items, &o, &mut rng).map(|_| Vec::new())
+        protocol
+            .send(ch, items, &o, &mut rng)
+            .map(|out| (Vec::new(), out.session.id))
     };
     items.truncate(real);
     Ok(result?)
+}
+
+/// Exchanges which buckets each party of a resumed run has finished (the receiver's first);
+/// returns the buckets both have finished.
+fn agree_finished<C: Channel + ?Sized>(
+    ch: &mut C,
+    receiver: bool,
+    mine: &[bool],
+) -> CliResult<Vec<bool>> {
+    let mut bits = vec![0u8; mine.len().div_ceil(8)];
+    for (p, &f) in mine.iter().enumerate() {
+        if f {
+            bits[p / 8] |= 1 << (p % 8);
+        }
+    }
+    let limit = bits.len() + 16;
+    let peer: Vec<u8> = if receiver {
+        send_msg(ch, MSG_RECEIVER_FINISHED, &bits)?;
+        recv_msg(ch, MSG_SENDER_FINISHED, limit)?
+    } else {
+        let peer = recv_msg(ch, MSG_RECEIVER_FINISHED, limit)?;
+        send_msg(ch, MSG_SENDER_FINISHED, &bits)?;
+        peer
+    };
+    if peer.len() != bits.len() {
+        return Err(Error::Malformed {
+            message: if receiver {
+                MSG_SENDER_FINISHED
+            } else {
+                MSG_RECEIVER_FINISHED
+            },
+            reason: format!("{} bytes for {} buckets", peer.len(), mine.len()),
+        }
+        .into());
+    }
+    Ok((0..mine.len())
+        .map(|p| mine[p] && peer[p / 8] & (1 << (p % 8)) != 0)
+        .collect())
 }
 
 /// The end of a lane other than the run's first connection: the transcript confirmation of
@@ -445,20 +514,70 @@ pub fn end_lane(ch: &mut Transcript<Metered<Link>>, receiver: bool) -> CliResult
     Ok(())
 }
 
+/// The run directory, locked.
+fn lock(d: &Mutex<RunDir>) -> CliResult<std::sync::MutexGuard<'_, RunDir>> {
+    d.lock()
+        .map_err(|_| CliError::Usage("the run directory's state was lost".into()))
+}
+
 /// Runs one party's bucketed run: the run handshake on `ch` (lane 0), `open_lane` for each
 /// further lane (called K − 1 times, in order), `split` to partition this party's items, then
-/// the buckets (see the [module doc](self)). The caller ends lane 0 with the run's
-/// confirmation, as after one session.
+/// the buckets (see the [module doc](self)). With `resume`, the run is resumable, or resumes
+/// the run the directory holds ([`crate::rundir`]; `split` must then reopen its spill). The
+/// caller ends lane 0 with the run's confirmation, as after one session.
 pub fn run<'a, C: Channel>(
     ch: &mut C,
     open_link: &mut dyn FnMut() -> CliResult<Link>,
     split: impl FnOnce(&Partition) -> CliResult<Box<dyn Split + 'a>>,
     party: &Party<'_>,
+    resume: Option<&Mutex<RunDir>>,
 ) -> CliResult<Outcome> {
     let (protocol, receiver, b) = (party.protocol, party.receiver, party.buckets);
+    let resumed = match resume {
+        Some(d) => {
+            let d = lock(d)?;
+            d.resuming()
+                .map(|(s, r)| -> CliResult<_> { Ok((s.clone(), r.clone(), key_of(s, d.path())?)) })
+                .transpose()?
+        }
+        None => None,
+    };
+    if let Some((_, r, _)) = &resumed {
+        let differs = |field: &str, now: String, then: String| {
+            CliError::Usage(format!(
+                "{field} is {now}, but the run being resumed has {then}; resume with the \
+                 same, or remove the run directory to start a new run"
+            ))
+        };
+        if r.buckets != b.count {
+            return Err(differs(
+                "--buckets",
+                b.count.to_string(),
+                r.buckets.to_string(),
+            ));
+        }
+        if r.protocol != protocol.name {
+            return Err(differs(
+                "the protocol",
+                protocol.name.to_owned(),
+                r.protocol.clone(),
+            ));
+        }
+        if r.receiver != receiver {
+            let role = |r: bool| if r { "receive" } else { "send" }.to_owned();
+            return Err(differs("the role", role(receiver), role(r.receiver)));
+        }
+    }
     let mut phases = Vec::new();
     let t = Instant::now();
-    let (mut session, partition) = start(ch, party, &[])?;
+    let extra: Vec<(String, String)> = match &resumed {
+        Some((_, r, _)) => vec![("resume".to_owned(), r.run_id.clone())],
+        None => Vec::new(),
+    };
+    let (mut session, mut partition) = start(ch, party, &extra)?;
+    if let Some((_, _, key)) = &resumed {
+        partition = Partition::new(*key, b.count);
+    }
     let id = run_id(&session);
     let mut lanes = Vec::with_capacity(b.parallel.saturating_sub(1));
     for w in 1..b.parallel {
@@ -475,24 +594,70 @@ pub fn run<'a, C: Channel>(
     phases.push(("partition".to_owned(), t.elapsed().as_secs_f64()));
     let n = split.distinct();
     let plan = agree(ch, party, &mut session, n, &|p| split.count(p))?;
+    let peer_n = if receiver {
+        session.sender_size
+    } else {
+        session.receiver_size
+    };
     let dummy_count = plan.own_max * u64::from(b.count) - n;
+
+    // A resumed run keeps the buckets both parties finished; a new resumable run records
+    // itself.
+    let mut kept = vec![false; b.count as usize];
+    if let Some(d) = resume {
+        let mut d = lock(d)?;
+        match &resumed {
+            Some((_, r, _)) => {
+                if (r.n, r.peer_n) != (n, peer_n) {
+                    return Err(CliError::Usage(format!(
+                        "the distinct items are {n} here and {peer_n} at the peer, but the \
+                         run being resumed had {} and {}",
+                        r.n, r.peer_n
+                    )));
+                }
+                kept = agree_finished(ch, receiver, &d.finished(b.count))?;
+            }
+            None => d.save_run(RunState {
+                run_id: id.clone(),
+                protocol: protocol.name.to_owned(),
+                receiver,
+                buckets: b.count,
+                n,
+                peer_n,
+            })?,
+        }
+    }
+    let todo: Vec<usize> = (0..b.count as usize).filter(|&p| !kept[p]).collect();
 
     let t = Instant::now();
     let threads = (rayon::current_num_threads() / b.parallel).max(1);
     let split = &*split;
     let plan = &plan;
+    let todo = &todo;
     let run_lane = |ch: &mut dyn Channel, w: usize| -> CliResult<(Vec<u64>, u64)> {
         let mut found = Vec::new();
         let mut matched = 0u64;
-        for p in plan.lane_buckets(w) {
+        for &p in todo.iter().skip(w).step_by(b.parallel) {
             let mut bucket = split.load(p)?;
-            let positions = bucket_session(ch, protocol, receiver, plan, p, &mut bucket.items)?;
-            matched += positions.len() as u64;
+            let (positions, bucket_id) =
+                run_bucket(ch, protocol, receiver, plan, p, &mut bucket.items)?;
+            let start = found.len();
             bucket.values_at(&positions, &mut found);
+            matched += positions.len() as u64;
+            if let Some(d) = resume {
+                lock(d)?.record(
+                    p,
+                    &Finished {
+                        session: bucket_id,
+                        matched: positions.len() as u64,
+                        values: found[start..].to_vec(),
+                    },
+                )?;
+            }
         }
         Ok((found, matched))
     };
-    let (mut found, matched_items) = std::thread::scope(|s| -> CliResult<(Vec<u64>, u64)> {
+    let (mut found, mut matched_items) = std::thread::scope(|s| -> CliResult<(Vec<u64>, u64)> {
         let others: Vec<_> = lanes
             .iter_mut()
             .enumerate()
@@ -525,6 +690,15 @@ pub fn run<'a, C: Channel>(
         }
         Ok((all, matched))
     })?;
+    let kept_count = kept.iter().filter(|&&k| k).count() as u64;
+    if let Some(d) = resume {
+        let d = lock(d)?;
+        for p in (0..b.count as usize).filter(|&p| kept[p]) {
+            let rec = d.load(p)?;
+            matched_items += rec.matched;
+            found.extend(rec.values);
+        }
+    }
     phases.push(("buckets".to_owned(), t.elapsed().as_secs_f64()));
     found.sort_unstable();
     let mut other_lanes = Traffic::default();
@@ -537,6 +711,7 @@ pub fn run<'a, C: Channel>(
         matched_items,
         phases,
         dummies: dummy_count,
+        kept: kept_count,
         other_lanes,
         lanes,
     })

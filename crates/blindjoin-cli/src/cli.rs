@@ -250,6 +250,12 @@ pub struct PartyOpts {
     /// choose the same K).
     #[arg(long, value_name = "K", default_value_t = 1)]
     pub parallel: usize,
+    /// Keep the bucketed run's state in DIR, so that an interrupted run can be resumed by
+    /// running the same command again: buckets both parties finished are kept, the others run
+    /// again (both parties must resume, each with its own directory). DIR is emptied once the
+    /// run succeeds.
+    #[arg(long, value_name = "DIR")]
+    pub resume: Option<PathBuf>,
 }
 
 /// Parses `--result`.

@@ -112,6 +112,7 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
                     buckets: Default::default(),
                 },
                 input: &input,
+                resume: None,
                 format: None,
                 columns: &["email".to_owned()],
                 value_column,

@@ -46,7 +46,9 @@ pub const CHUNK_BYTES: usize = 2 << 20;
 const BATCH_ROWS: usize = 8192;
 
 /// The format of an input or output file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// Comma-separated values with a header line (RFC 4180 quoting).
@@ -111,7 +113,7 @@ impl InputSpec<'_> {
 }
 
 /// A byte range of a CSV or lines file holding consecutive rows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Chunk {
     /// Offset of the first byte in the file.
     pub offset: u64,
@@ -126,7 +128,7 @@ pub struct Chunk {
 }
 
 /// Where an input's rows are, to read the matched ones back.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RowSource {
     /// The file.
     pub path: PathBuf,

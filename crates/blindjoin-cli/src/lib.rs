@@ -23,6 +23,7 @@ pub mod params;
 pub mod party;
 pub mod progress;
 pub mod report;
+pub mod rundir;
 pub mod serve;
 pub mod spill;
 pub mod suite;

@@ -20,6 +20,8 @@ use crate::report::{
     BucketStats, InputStats, IntersectionStats, Phase, RunReport, hex, human_bytes, peak_rss_bytes,
     process_cpu_seconds,
 };
+use crate::rundir::{Fingerprint, RunDir, SpillState, key_hex};
+use crate::spill::SpillSplit;
 use blindjoin_core::channel::metered::Metered;
 use blindjoin_core::channel::transcript::Transcript;
 use blindjoin_core::finish;
@@ -28,8 +30,8 @@ use blindjoin_core::transport::LinkConfig;
 use blindjoin_psi::{Aggregate, Protocol, RunOptions};
 use rayon::prelude::*;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The role on the command line, with the receiver's output file.
@@ -86,7 +88,15 @@ pub struct KeysRead {
 }
 
 /// Reads an input into a bucketed run's buckets, given the run's partition.
-pub type Stream = Box<dyn FnOnce(&Partition) -> CliResult<Streamed> + Send>;
+pub type ReadStream = Box<dyn FnOnce(&Partition) -> CliResult<Streamed> + Send>;
+
+/// An input read only once a bucketed run's partition is known.
+pub struct Stream {
+    /// Reads the input (or reopens a resumed run's spill).
+    pub read: ReadStream,
+    /// A resumable run's directory ([`crate::rundir`]).
+    pub run_dir: Option<Arc<Mutex<RunDir>>>,
+}
 
 /// What a [`Stream`] read.
 pub struct Streamed {
@@ -116,6 +126,8 @@ pub struct FileParty<'a> {
     pub party: Party,
     /// Input file.
     pub input: &'a Path,
+    /// A resumable bucketed run's directory (`--resume`; [`crate::rundir`]).
+    pub resume: Option<&'a Path>,
     /// The input's format (`None`: by [`Format::of_input`]).
     pub format: Option<Format>,
     /// Key columns (empty: one key per line, or the only column of a Parquet file).
@@ -174,34 +186,92 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
     // A bucketed run streams the input into its buckets once the run's partition is known, so
     // memory is one bucket's whatever the input's size.
     let streaming = p.party.buckets.split();
+    if p.resume.is_some() && !streaming {
+        return Err(CliError::Usage("--resume needs --buckets above 1".into()));
+    }
     let spill_input = crate::spill::SpillInput {
         path: p.input.to_path_buf(),
         format: p.format,
         columns: p.columns.to_vec(),
         normalizer: normalizer.clone(),
-        temp: None,
+        place: crate::spill::Place::Temp(None),
+    };
+    let run_dir = match p.resume {
+        Some(dir) => Some(Arc::new(Mutex::new(RunDir::open(dir)?))),
+        None => None,
     };
     let stream_source = source.clone();
     let result = run_party(
         p.party,
         || {
             if streaming {
-                let stream: Stream = Box::new(move |partition: &Partition| {
-                    let s = crate::spill::spill(&spill_input, partition)?;
-                    let _ = stream_source.set(s.source);
+                let dir = run_dir.clone();
+                let read = move |partition: &Partition| -> CliResult<Streamed> {
+                    let Some(dir) = dir else {
+                        let s = crate::spill::spill(&spill_input, partition)?;
+                        let _ = stream_source.set(s.source);
+                        return Ok(Streamed {
+                            split: Box::new(s.split),
+                            rows: s.rows,
+                            empty_keys: s.empty_keys,
+                            duplicate_rows: s.duplicate_rows,
+                        });
+                    };
+                    let mut dir = dir.lock().map_err(|_| {
+                        CliError::Usage("the run directory's state was lost".into())
+                    })?;
+                    let (split, state) = match dir.resuming() {
+                        Some((state, _)) => {
+                            if Fingerprint::of(&spill_input.path)? != state.input {
+                                return Err(CliError::Usage(format!(
+                                    "{}: the input changed since the run began (its length or \
+                                     modification time differs); remove the run directory {} \
+                                     to start a new run",
+                                    spill_input.path.display(),
+                                    dir.path().display()
+                                )));
+                            }
+                            let split = SpillSplit::reopen(dir.spill_dir(), state.counts.clone());
+                            (split, state.clone())
+                        }
+                        None => {
+                            let input = Fingerprint::of(&spill_input.path)?;
+                            let input_spec = crate::spill::SpillInput {
+                                place: crate::spill::Place::Kept(dir.spill_dir()),
+                                ..spill_input.clone()
+                            };
+                            let s = crate::spill::spill(&input_spec, partition)?;
+                            let state = SpillState {
+                                key: key_hex(&partition.key()),
+                                buckets: partition.buckets(),
+                                counts: s.split.counts().to_vec(),
+                                rows: s.rows,
+                                empty_keys: s.empty_keys,
+                                duplicate_rows: s.duplicate_rows,
+                                source: s.source,
+                                input,
+                            };
+                            dir.save_spill(state.clone())?;
+                            (s.split, state)
+                        }
+                    };
+                    let _ = stream_source.set(state.source);
                     Ok(Streamed {
-                        split: Box::new(s.split),
-                        rows: s.rows,
-                        empty_keys: s.empty_keys,
-                        duplicate_rows: s.duplicate_rows,
+                        split: Box::new(split),
+                        rows: state.rows,
+                        empty_keys: state.empty_keys,
+                        duplicate_rows: state.duplicate_rows,
                     })
-                });
+                };
                 return Ok(KeysRead {
                     keyed: Keyed::default(),
                     path: p.input.display().to_string(),
                     phases: Vec::new(),
                     values: None,
-                    stream: Some(stream),
+                    stream: Some(Stream {
+                        read: Box::new(read),
+                        run_dir: run_dir.clone(),
+                    }),
                 });
             }
             let t = Instant::now();
@@ -310,7 +380,10 @@ pub fn run_party(
         (keys, link)
     });
     let mut keys = keys?;
-    let stream = keys.stream.take();
+    let (stream, run_dir) = match keys.stream.take() {
+        Some(Stream { read, run_dir }) => (Some(read), run_dir),
+        None => (None, None),
+    };
     let (link, connect_seconds) = match link {
         Ok(l) => l,
         Err(panic) => std::panic::resume_unwind(panic),
@@ -392,6 +465,7 @@ pub fn run_party(
                 buckets: p.buckets,
                 max_peer,
             },
+            run_dir.as_deref(),
         )?;
         let phases = out.phases.clone();
         // The matches are rows of a streamed input, item indices otherwise.
@@ -468,6 +542,12 @@ pub fn run_party(
             (None, None)
         }
     };
+    // The run succeeded and the output is in place: a resumable run's state goes.
+    if let Some(dir) = &run_dir {
+        dir.lock()
+            .map_err(|_| CliError::Usage("the run directory's state was lost".into()))?
+            .finish()?;
+    }
     let mut traffic = ch.get_ref().traffic();
     drop(ch);
     let own_size = match session.role {
@@ -480,6 +560,7 @@ pub fn run_party(
             buckets: p.buckets.count,
             parallel: p.buckets.parallel,
             dummies: b.dummies,
+            kept: b.kept,
         };
         b.close();
         stats
@@ -615,6 +696,7 @@ pub fn run_cli(
             },
         },
         input: &o.keys.input,
+        resume: o.resume.as_deref(),
         format: o.keys.format,
         columns: &o.keys.column,
         value_column,

@@ -55,6 +55,8 @@ pub struct BucketStats {
     pub parallel: usize,
     /// Random dummy items this party added so that every bucket holds the public maximum.
     pub dummies: u64,
+    /// Buckets kept from the interrupted run this one resumed (`--resume`), not run again.
+    pub kept: u64,
 }
 
 /// Input statistics.

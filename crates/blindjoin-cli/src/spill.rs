@@ -41,13 +41,38 @@ pub struct SpillInput {
     pub columns: Vec<String>,
     /// Key normalisation.
     pub normalizer: Normalizer,
-    /// Where the temporary directory goes (`None`: the system's).
-    pub temp: Option<PathBuf>,
+    /// Where the bucket files go.
+    pub place: Place,
+}
+
+/// Where a spill's bucket files go.
+#[derive(Clone, Debug)]
+pub enum Place {
+    /// A temporary directory in the given directory (`None`: the system's), removed with the
+    /// split.
+    Temp(Option<PathBuf>),
+    /// This directory (created if missing), kept: a resumable run's ([`crate::rundir`]).
+    Kept(PathBuf),
+}
+
+/// The directory of a split's bucket files.
+enum Dir {
+    Temp(tempfile::TempDir),
+    Kept(PathBuf),
+}
+
+impl Dir {
+    fn path(&self) -> &Path {
+        match self {
+            Dir::Temp(t) => t.path(),
+            Dir::Kept(p) => p,
+        }
+    }
 }
 
 /// An input spilled into buckets: the [`Split`] of a bucketed run on a file.
 pub struct SpillSplit {
-    dir: tempfile::TempDir,
+    dir: Dir,
     counts: Vec<u64>,
     distinct: u64,
 }
@@ -127,7 +152,7 @@ fn read_bucket(dir: &Path, p: usize) -> CliResult<Vec<u8>> {
         .map_err(|e| io_error(&path, e))?;
     if bytes.len() % RECORD != 0 {
         return Err(CliError::Usage(format!(
-            "{}: not whole records; the temporary directory was changed",
+            "{}: not whole records; the bucket directory was changed",
             path.display()
         )));
     }
@@ -137,15 +162,22 @@ fn read_bucket(dir: &Path, p: usize) -> CliResult<Vec<u8>> {
 /// Streams `input` into `partition`'s buckets (see the [module doc](self)).
 pub fn spill(input: &SpillInput, partition: &Partition) -> CliResult<Spilled> {
     let t = Instant::now();
-    let dir = match &input.temp {
-        Some(d) => tempfile::Builder::new()
+    let dir = match &input.place {
+        Place::Temp(Some(d)) => tempfile::Builder::new()
             .prefix("blindjoin-buckets-")
-            .tempdir_in(d),
-        None => tempfile::Builder::new()
+            .tempdir_in(d)
+            .map(Dir::Temp)
+            .map_err(|e| io_error(d, e))?,
+        Place::Temp(None) => tempfile::Builder::new()
             .prefix("blindjoin-buckets-")
-            .tempdir(),
-    }
-    .map_err(|e| io_error(input.temp.as_deref().unwrap_or(&std::env::temp_dir()), e))?;
+            .tempdir()
+            .map(Dir::Temp)
+            .map_err(|e| io_error(&std::env::temp_dir(), e))?,
+        Place::Kept(d) => {
+            std::fs::create_dir_all(d).map_err(|e| io_error(d, e))?;
+            Dir::Kept(d.clone())
+        }
+    };
     let b = partition.buckets() as usize;
     let mut writers = Vec::with_capacity(b);
     for p in 0..b {
@@ -216,6 +248,24 @@ pub fn spill(input: &SpillInput, partition: &Partition) -> CliResult<Spilled> {
         duplicate_rows: keyed_rows - distinct,
         phases,
     })
+}
+
+impl SpillSplit {
+    /// The split a finished spill left in `dir` (a resumable run's), with each bucket's
+    /// distinct count as the spill counted it.
+    pub fn reopen(dir: PathBuf, counts: Vec<u64>) -> SpillSplit {
+        let distinct = counts.iter().sum();
+        SpillSplit {
+            dir: Dir::Kept(dir),
+            counts,
+            distinct,
+        }
+    }
+
+    /// Each bucket's distinct items.
+    pub fn counts(&self) -> &[u64] {
+        &self.counts
+    }
 }
 
 /// The bytes of whole records as records.
@@ -289,7 +339,7 @@ mod tests {
                 kind: Normalize::None,
                 country_code: None,
             },
-            temp: Some(dir.path().to_path_buf()),
+            place: Place::Temp(Some(dir.path().to_path_buf())),
         };
         let partition = Partition::new([3; 16], 4);
         let s = spill(&input, &partition).unwrap();

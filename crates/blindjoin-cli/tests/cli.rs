@@ -489,6 +489,114 @@ fn bucketed_runs_write_the_rows_of_one_session() {
     }
 }
 
+/// The bucket records a run directory holds.
+fn finished_buckets(run_dir: &Path) -> HashSet<String> {
+    match std::fs::read_dir(run_dir.join("done")) {
+        Ok(entries) => entries
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".bin"))
+            .collect(),
+        Err(_) => HashSet::new(),
+    }
+}
+
+#[test]
+fn a_killed_bucketed_run_resumes_and_runs_only_its_unfinished_buckets() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "6000", "5000", "1500", "33");
+    let expected = expected_email_rows(&a, &b);
+    let (rdir, sdir) = (dir.path().join("r-run"), dir.path().join("s-run"));
+    let (out, json) = (dir.path().join("out.csv"), dir.path().join("r.json"));
+    let common = [
+        "--column",
+        "email",
+        "--normalize",
+        "email",
+        "--protocol",
+        "ecdh",
+        "--buckets",
+        "32",
+    ];
+    let receiver_args = |rdir: &Path| -> Vec<String> {
+        let mut v: Vec<String> = ["receive", "--input", s(&a), "--output", s(&out)]
+            .map(str::to_owned)
+            .to_vec();
+        v.extend(["--json", s(&json), "--resume", s(rdir)].map(str::to_owned));
+        v.extend(common.map(str::to_owned));
+        v
+    };
+    let sender_args = |addr: &str| -> Vec<String> {
+        let mut v: Vec<String> = ["send", "--connect", addr, "--input", s(&b), "--resume"]
+            .map(str::to_owned)
+            .to_vec();
+        v.push(s(&sdir).to_owned());
+        v.extend(common.map(str::to_owned));
+        v
+    };
+
+    // The receiver is killed once it has finished 8 of the 32 buckets.
+    let rargs = receiver_args(&rdir);
+    let rargs: Vec<&str> = rargs.iter().map(String::as_str).collect();
+    let (mut recv, addr, _err) = spawn_listener(&rargs);
+    let send = bin()
+        .args(sender_args(&addr))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while finished_buckets(&rdir).len() < 8 {
+        assert!(
+            recv.try_wait().unwrap().is_none(),
+            "the receiver ended early"
+        );
+        assert!(t.elapsed().as_secs() < 60, "no progress");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    recv.kill().unwrap();
+    recv.wait().unwrap();
+    let sent = send.wait_with_output().unwrap();
+    assert!(!sent.status.success());
+    assert!(!out.exists());
+    let (rdone, sdone) = (finished_buckets(&rdir), finished_buckets(&sdir));
+    assert!(rdone.len() >= 8 && rdone.len() < 32, "{}", rdone.len());
+    let both = rdone.intersection(&sdone).count() as u64;
+    // The sender finished every bucket the receiver started another after.
+    assert!(both >= 7, "{both}");
+
+    // Resumed by one side only: the run handshake names the field.
+    let (recv, addr, err) = spawn_listener(&rargs);
+    let mut fresh = vec!["send", "--connect", &addr, "--input", s(&b)];
+    fresh.extend(common);
+    assert_one_line_error(&run(&fresh), &["`resume`"]);
+    assert!(!finish(recv, err).0);
+    assert!(!out.exists());
+    assert_eq!(
+        finished_buckets(&rdir),
+        rdone,
+        "a refused resume keeps the run"
+    );
+
+    // Resumed by both: the buckets both finished are kept, the rest run again.
+    let (recv, addr, err) = spawn_listener(&rargs);
+    let sent = bin().args(sender_args(&addr)).output().unwrap();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let (ok, stderr) = finish(recv, err);
+    assert!(ok, "{stderr}");
+    let (_, rows) = read_csv(&out);
+    assert_eq!(rows, expected);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["buckets"]["kept"], both);
+    assert_eq!(report["intersection"]["distinct_keys"], 1500);
+    assert_eq!(report["input"]["rows"], read_csv(&a).1.len());
+    // A finished run leaves nothing behind.
+    assert!(!rdir.exists() && !sdir.exists());
+}
+
 #[test]
 fn sender_listens_receiver_connects_on_plain_lines_with_trim() {
     let dir = tempfile::tempdir().unwrap();

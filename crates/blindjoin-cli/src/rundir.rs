@@ -1,0 +1,410 @@
+//! The directory of a resumable bucketed run (`send`/`receive --buckets B --resume DIR`).
+//!
+//! A resumable run keeps on disk what an interrupted run needs to go on:
+//!
+//! - `spill/`: the input spilled into its buckets ([`crate::spill`]), instead of a temporary
+//!   directory;
+//! - `spill.json`: the partition key, B, each bucket's distinct count, the input's statistics,
+//!   where its rows are ([`RowSource`]) and its fingerprint (length and modification time),
+//!   written once the spill is complete;
+//! - `run.json`: the run id, the protocol, the role and both distinct counts, written once the
+//!   counts are exchanged;
+//! - `done/bucket-NNNNN.bin`: a finished bucket: the id of its session, and for the receiver
+//!   its matched items and the values (rows) they stand for. Each is written to a temporary
+//!   name and renamed, so a file that exists is whole.
+//!
+//! A run given a directory with both manifests **resumes** the run they describe: it names the
+//! old run id in the run handshake (parameter `resume`), so both parties must resume the same
+//! run; it reuses the spill and the partition key without reading the input again (the input
+//! must have the same length and modification time); after the counts (which must be the
+//! recorded ones) both parties exchange which buckets they have finished, and the buckets both
+//! have finished are kept. Every other bucket runs again from scratch, with fresh randomness and
+//! fresh dummies, as a session of the new run. A directory without both manifests starts a new
+//! run (whatever an earlier, unfinished start left there is removed). When the run has
+//! succeeded and the output is in place, the directory's contents are removed.
+//!
+//! A bucket counts as finished for the receiver once its session has given its matches, for
+//! the sender once its session has ended; a bucket only one of them finished runs again. What
+//! a run again reveals is what its first run revealed: the same items meet the same items.
+
+use crate::error::{CliError, CliResult};
+use crate::input::RowSource;
+use crate::report::hex;
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Manifest of the spill (see the [module doc](self)).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SpillState {
+    /// The partition key, hex.
+    pub key: String,
+    /// Buckets.
+    pub buckets: u32,
+    /// Distinct items of each bucket.
+    pub counts: Vec<u64>,
+    /// Rows read.
+    pub rows: u64,
+    /// Rows with an empty or invalid key.
+    pub empty_keys: u64,
+    /// Rows whose key repeats an earlier row's.
+    pub duplicate_rows: u64,
+    /// Where the input's rows are.
+    pub source: RowSource,
+    /// The input's fingerprint.
+    pub input: Fingerprint,
+}
+
+/// What identifies an input file cheaply: its length and modification time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    /// The file.
+    pub path: PathBuf,
+    /// Length in bytes.
+    pub len: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub modified_ns: u128,
+}
+
+impl Fingerprint {
+    /// The fingerprint of `path` now.
+    pub fn of(path: &Path) -> CliResult<Fingerprint> {
+        let meta = std::fs::metadata(path).map_err(|e| file_error(path, e))?;
+        let modified_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        Ok(Fingerprint {
+            path: path.to_path_buf(),
+            len: meta.len(),
+            modified_ns,
+        })
+    }
+}
+
+/// Manifest of the run (see the [module doc](self)).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunState {
+    /// The run id, hex.
+    pub run_id: String,
+    /// The protocol.
+    pub protocol: String,
+    /// Whether this party receives.
+    pub receiver: bool,
+    /// Buckets.
+    pub buckets: u32,
+    /// Our distinct items.
+    pub n: u64,
+    /// The peer's distinct items.
+    pub peer_n: u64,
+}
+
+/// A finished bucket, as recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finished {
+    /// The id of the bucket's session.
+    pub session: [u8; 32],
+    /// The receiver's matched distinct items.
+    pub matched: u64,
+    /// The values they stand for (the receiver's; empty for the sender).
+    pub values: Vec<u64>,
+}
+
+/// A resumable run's directory.
+#[derive(Debug)]
+pub struct RunDir {
+    path: PathBuf,
+    spill: Option<SpillState>,
+    run: Option<RunState>,
+}
+
+fn file_error(path: &Path, source: std::io::Error) -> CliError {
+    CliError::File {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn corrupt(path: &Path, what: &str) -> CliError {
+    CliError::Usage(format!(
+        "{}: {what}; the run directory was changed (remove it to start a new run)",
+        path.display()
+    ))
+}
+
+/// Writes `bytes` to `path` whole or not at all (a temporary name, synced, then renamed).
+fn write_whole(path: &Path, bytes: &[u8]) -> CliResult<()> {
+    let tmp = path.with_extension("tmp");
+    let mut f = File::create(&tmp).map_err(|e| file_error(&tmp, e))?;
+    f.write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| file_error(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| file_error(path, e))
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> CliResult<Option<T>> {
+    match std::fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| corrupt(path, &format!("not a manifest ({e})"))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(file_error(path, e)),
+    }
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> CliResult<()> {
+    let bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| CliError::Usage(format!("cannot encode {}: {e}", path.display())))?;
+    write_whole(path, &bytes)
+}
+
+const SPILL_JSON: &str = "spill.json";
+const RUN_JSON: &str = "run.json";
+
+impl RunDir {
+    /// Opens (creating it if missing) the run directory `path`. With both manifests it is a
+    /// run to resume; otherwise whatever an unfinished start left is removed.
+    pub fn open(path: &Path) -> CliResult<RunDir> {
+        std::fs::create_dir_all(path).map_err(|e| file_error(path, e))?;
+        let spill: Option<SpillState> = read_json(&path.join(SPILL_JSON))?;
+        let run: Option<RunState> = read_json(&path.join(RUN_JSON))?;
+        let mut dir = RunDir {
+            path: path.to_path_buf(),
+            spill,
+            run,
+        };
+        if dir.spill.is_none() || dir.run.is_none() {
+            dir.clear()?;
+        }
+        Ok(dir)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The run being resumed: both manifests, if the directory holds them.
+    pub fn resuming(&self) -> Option<(&SpillState, &RunState)> {
+        self.spill.as_ref().zip(self.run.as_ref())
+    }
+
+    /// Where the spill's bucket files go.
+    pub fn spill_dir(&self) -> PathBuf {
+        self.path.join("spill")
+    }
+
+    fn done_dir(&self) -> PathBuf {
+        self.path.join("done")
+    }
+
+    fn done_path(&self, p: usize) -> PathBuf {
+        self.done_dir().join(format!("bucket-{p:05}.bin"))
+    }
+
+    /// Records the finished spill.
+    pub fn save_spill(&mut self, state: SpillState) -> CliResult<()> {
+        write_json(&self.path.join(SPILL_JSON), &state)?;
+        self.spill = Some(state);
+        Ok(())
+    }
+
+    /// Records the run once the counts are exchanged.
+    pub fn save_run(&mut self, state: RunState) -> CliResult<()> {
+        std::fs::create_dir_all(self.done_dir()).map_err(|e| file_error(&self.done_dir(), e))?;
+        write_json(&self.path.join(RUN_JSON), &state)?;
+        self.run = Some(state);
+        Ok(())
+    }
+
+    /// Records bucket `p` as finished.
+    pub fn record(&self, p: usize, finished: &Finished) -> CliResult<()> {
+        let mut bytes = Vec::with_capacity(40 + 8 * finished.values.len());
+        bytes.extend_from_slice(&finished.session);
+        bytes.extend_from_slice(&finished.matched.to_le_bytes());
+        for v in &finished.values {
+            bytes.extend_from_slice(&v.to_le_bytes());
+        }
+        write_whole(&self.done_path(p), &bytes)
+    }
+
+    /// Which of the `buckets` buckets are recorded as finished.
+    pub fn finished(&self, buckets: u32) -> Vec<bool> {
+        (0..buckets as usize)
+            .map(|p| self.done_path(p).is_file())
+            .collect()
+    }
+
+    /// Bucket `p`'s record.
+    pub fn load(&self, p: usize) -> CliResult<Finished> {
+        let path = self.done_path(p);
+        let bytes = std::fs::read(&path).map_err(|e| file_error(&path, e))?;
+        if bytes.len() < 40 || (bytes.len() - 40) % 8 != 0 {
+            return Err(corrupt(&path, "not a bucket's record"));
+        }
+        let (head, rest) = bytes.split_at(40);
+        let mut session = [0u8; 32];
+        session.copy_from_slice(&head[..32]);
+        let word = |c: &[u8]| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            u64::from_le_bytes(w)
+        };
+        let matched = word(&head[32..40]);
+        let values = rest.chunks_exact(8).map(word).collect();
+        Ok(Finished {
+            session,
+            matched,
+            values,
+        })
+    }
+
+    /// Removes what the run keeps (the manifests, the spill, the finished buckets), and the
+    /// directory itself if that leaves it empty.
+    pub fn clear(&mut self) -> CliResult<()> {
+        for name in [RUN_JSON, SPILL_JSON] {
+            let path = self.path.join(name);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(file_error(&path, e)),
+            }
+        }
+        for dir in [self.spill_dir(), self.done_dir()] {
+            match std::fs::remove_dir_all(&dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(file_error(&dir, e)),
+            }
+        }
+        self.spill = None;
+        self.run = None;
+        Ok(())
+    }
+
+    /// Removes the directory's contents after a run that succeeded.
+    pub fn finish(&mut self) -> CliResult<()> {
+        self.clear()?;
+        // Only if empty: the directory may hold what the user put there.
+        let _ = std::fs::remove_dir(&self.path);
+        Ok(())
+    }
+}
+
+/// The partition key recorded in a spill manifest.
+pub fn key_of(state: &SpillState, path: &Path) -> CliResult<[u8; 16]> {
+    let bad = || {
+        corrupt(
+            &path.join(SPILL_JSON),
+            "the partition key is not 32 hex digits",
+        )
+    };
+    if state.key.len() != 32 {
+        return Err(bad());
+    }
+    let mut key = [0u8; 16];
+    for (i, k) in key.iter_mut().enumerate() {
+        *k = u8::from_str_radix(&state.key[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+    }
+    Ok(key)
+}
+
+/// The hex form of a partition key, as [`SpillState::key`] holds it.
+pub fn key_hex(key: &[u8; 16]) -> String {
+    hex(key)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_keeps_finished_buckets_and_resumes_only_with_both_manifests() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("run");
+        let mut dir = RunDir::open(&path).unwrap();
+        assert!(dir.resuming().is_none());
+        let key = [7u8; 16];
+        let input = tmp.path().join("in.csv");
+        std::fs::write(&input, "id\n1\n").unwrap();
+        let spill = SpillState {
+            key: key_hex(&key),
+            buckets: 4,
+            counts: vec![1, 0, 0, 0],
+            rows: 1,
+            empty_keys: 0,
+            duplicate_rows: 0,
+            source: RowSource {
+                path: input.clone(),
+                format: crate::input::Format::Csv,
+                columns: vec!["id".into()],
+                key_columns: vec![0],
+                chunks: Vec::new(),
+                rows: 1,
+            },
+            input: Fingerprint::of(&input).unwrap(),
+        };
+        dir.save_spill(spill).unwrap();
+        // A spill without a run manifest is an unfinished start: opened again, it is cleared.
+        let dir2 = RunDir::open(&path).unwrap();
+        assert!(dir2.resuming().is_none());
+        assert!(!path.join(SPILL_JSON).exists());
+
+        let mut dir = dir2;
+        let spill = SpillState {
+            key: key_hex(&key),
+            buckets: 4,
+            counts: vec![1, 0, 0, 0],
+            rows: 1,
+            empty_keys: 0,
+            duplicate_rows: 0,
+            source: RowSource {
+                path: input.clone(),
+                format: crate::input::Format::Csv,
+                columns: vec!["id".into()],
+                key_columns: vec![0],
+                chunks: Vec::new(),
+                rows: 1,
+            },
+            input: Fingerprint::of(&input).unwrap(),
+        };
+        dir.save_spill(spill).unwrap();
+        dir.save_run(RunState {
+            run_id: "ab".repeat(32),
+            protocol: "kkrt16".into(),
+            receiver: true,
+            buckets: 4,
+            n: 1,
+            peer_n: 3,
+        })
+        .unwrap();
+        let rec = Finished {
+            session: [9u8; 32],
+            matched: 2,
+            values: vec![5, 6, 11],
+        };
+        dir.record(2, &rec).unwrap();
+        assert_eq!(dir.finished(4), vec![false, false, true, false]);
+
+        let again = RunDir::open(&path).unwrap();
+        let (s, r) = again.resuming().expect("both manifests");
+        assert_eq!(key_of(s, again.path()).unwrap(), key);
+        assert_eq!(s.counts, vec![1, 0, 0, 0]);
+        assert_eq!(r.peer_n, 3);
+        assert_eq!(again.load(2).unwrap(), rec);
+        assert_eq!(again.finished(4), vec![false, false, true, false]);
+
+        // A record cut short is refused, not read as fewer values.
+        let cut = path.join("done").join("bucket-00002.bin");
+        let bytes = std::fs::read(&cut).unwrap();
+        std::fs::write(&cut, &bytes[..bytes.len() - 3]).unwrap();
+        assert!(again.load(2).is_err());
+
+        let mut again = again;
+        again.finish().unwrap();
+        assert!(!path.exists());
+    }
+}
