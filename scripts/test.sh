@@ -41,7 +41,8 @@ cargo test --workspace --locked
 # The Python package (crates/blindjoin-py): built into a virtual environment of its own with
 # maturin, in the py-test profile (release without fat LTO), and tested with pytest (both
 # parties in one process over loopback; the CLI tests above built target/debug/blindjoin, which
-# the interoperability tests run).
+# the interoperability tests run; blindjoin.spark's tests run each party on a local Spark of its
+# own, the sender in a second process).
 PYTHON="${PYTHON:-python3}"
 VENV="${BLINDJOIN_PY_VENV:-target/py-venv}"
 if ! command -v "$PYTHON" >/dev/null 2>&1; then
@@ -66,8 +67,18 @@ if [ ! -x "$VENV/bin/python" ]; then
   rm -rf "$VENV"
   "$PYTHON" -m venv "$VENV"
 fi
+# blindjoin.spark's tests run two local Spark instances (pyspark, on a Java 17 runtime).
+if ! command -v java >/dev/null 2>&1; then
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "scripts/test.sh: java is missing; install a Java 17 runtime (Debian: apt-get install openjdk-17-jre-headless)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq openjdk-17-jre-headless >&2
+fi
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-  maturin==1.16.0 pytest==9.2.0 pandas==3.1.1 pyarrow==26.0.1
+  maturin==1.16.0 pytest==9.2.0 pandas==3.1.1 pyarrow==26.0.1 pyspark==4.3.0
 (
   cd crates/blindjoin-py
   VIRTUAL_ENV="$(cd "../../$VENV" && pwd)" "../../$VENV/bin/maturin" develop --quiet \

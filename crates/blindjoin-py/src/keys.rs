@@ -58,7 +58,9 @@ fn too_many(label: &str) -> CliError {
     ))
 }
 
-fn hash_batch(
+/// The item of every row of `batch` (whose columns are the key columns, in key order), `None`
+/// where the row has no key.
+pub(crate) fn hash_batch(
     batch: &RecordBatch,
     normalizer: &Normalizer,
     label: &str,

@@ -30,6 +30,7 @@
 mod errors;
 mod keys;
 mod options;
+mod spark;
 
 use arrow_array::{Array, Int64Array, RecordBatch, RecordBatchReader};
 use arrow_pyarrow::{FromPyArrow, IntoPyArrow, ToPyArrow};
@@ -198,7 +199,8 @@ fn run<'py>(
         })
         .map_err(|e| PyValueError::new_err(format!("cannot start the run's thread: {e}")))?;
 
-    let outcome = wait(py, rx, &cancel)?.map_err(|e| errors::to_py(py, &e))?;
+    let outcome = wait(py, rx, &|| cancel.store(true, Ordering::Relaxed))?
+        .map_err(|e| errors::to_py(py, &e))?;
     let report = serde_json::to_string(&outcome.result.report)
         .map_err(|e| PyValueError::new_err(format!("cannot encode the report: {e}")))?;
     let rows = match outcome.result.rows {
@@ -218,12 +220,13 @@ fn run<'py>(
 }
 
 /// Waits for the run's outcome without the GIL, running Python's signal handlers every
-/// [`SIGNAL_CHECK`] (see the crate doc on Ctrl-C).
-fn wait(
+/// [`SIGNAL_CHECK`] (see the crate doc on Ctrl-C); on an interrupt `on_cancel` stops the run
+/// (sets its cancel flag).
+fn wait<T: Send>(
     py: Python<'_>,
-    mut rx: mpsc::Receiver<CliResult<Outcome>>,
-    cancel: &AtomicBool,
-) -> PyResult<CliResult<Outcome>> {
+    mut rx: mpsc::Receiver<CliResult<T>>,
+    on_cancel: &dyn Fn(),
+) -> PyResult<CliResult<T>> {
     loop {
         let (got, back) = py.detach(move || (rx.recv_timeout(SIGNAL_CHECK), rx));
         rx = back;
@@ -231,7 +234,7 @@ fn wait(
             Ok(outcome) => return Ok(outcome),
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(interrupt) = py.check_signals() {
-                    cancel.store(true, Ordering::Relaxed);
+                    on_cancel();
                     // A wait for the peer, or a protocol whose socket the flag shuts down,
                     // ends within the grace period.
                     py.detach(move || {
@@ -379,11 +382,16 @@ fn read_parquet(path: &std::path::Path) -> CliResult<(Vec<RecordBatch>, arrow_sc
     Ok((batches, schema))
 }
 
-/// The native module: [`run`], [`protocols_json`] and `__version__`.
+/// The native module: [`run`], [`protocols_json`], the Spark run's parts ([`spark`]) and
+/// `__version__`.
 #[pymodule]
 fn _blindjoin(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(protocols_json, m)?)?;
+    m.add_class::<spark::SparkDriver>()?;
+    m.add_function(wrap_pyfunction!(spark::spark_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(spark::spark_counts, m)?)?;
+    m.add_function(wrap_pyfunction!(spark::spark_lane, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PROTOCOL", options::DEFAULT_PROTOCOL)?;
     m.add("OPTIONS", options::OPTIONS.to_vec())?;
