@@ -422,6 +422,7 @@ pub fn run_party(a: &PartyArgs) -> CliResult<()> {
         let out = crate::bucketed::run(
             &mut ch,
             &mut || lanes.open(&link),
+            items.len() as u64,
             |partition| {
                 Ok(Box::new(crate::bucketed::MemorySplit::new(
                     &items, partition,

@@ -81,6 +81,69 @@ pub fn max_load(n: u64, buckets: u32, lambda: f64) -> u64 {
     hi
 }
 
+/// Largest number of buckets `--buckets auto` proposes.
+pub const MAX_AUTO_BUCKETS: u32 = 1 << 16;
+
+/// Memory a party holds besides its bucket sessions: the process, the input's read buffers and
+/// the bucket files' write buffers.
+pub const RESERVE_BYTES: u64 = 256 << 20;
+
+/// Bytes held per matched row until the output is written (the rows' numbers).
+pub const MATCH_BYTES: u64 = 8;
+
+/// Peak memory of one session of `protocol`, per item of its sets, at one thread: the peak RSS
+/// of a party on n items against n, less its peak RSS on 1,000 against 1,000, over n; the
+/// larger of receiver and sender, rounded up to 64 bytes. Measured 2026-11-28 with
+/// `blindjoin --threads 1 receive/send --json` on files of distinct lines, at n = 2^20 (2^18
+/// for rr17_de, rr17_ec and ecdh; 2^16 for rr17a, ecdh_nist, dkt10 and circuit_gmw; 2^14 for
+/// dh_ffc, rsa_blind, circuit_gmw_scalar and circuit_yao). Other names (the server-aided
+/// protocols, which are not bucketed) get 4 KiB.
+pub fn session_bytes_per_item(protocol: &str) -> u64 {
+    match protocol {
+        "naive" => 128,
+        "ecdh" | "ecdh_nist" | "cm20" | "cm20_mal" | "psz14" => 192,
+        "kkrt16" => 256,
+        "dkt10" => 384,
+        "rgbf" => 448,
+        "gbf" => 512,
+        "rsa_blind" | "dh_ffc" => 640,
+        "rr17_de" => 1088,
+        "rr17_ec" => 1152,
+        "circuit_gmw_scalar" => 2112,
+        "circuit_gmw" => 2176,
+        "rr17a" => 7040,
+        "circuit_yao" => 11904,
+        _ => 4096,
+    }
+}
+
+/// The number of buckets a party proposes for `--buckets auto` (the run takes the larger of
+/// the two proposals): the smallest power of two B, at least `parallel`, such that
+/// [`RESERVE_BYTES`], [`MATCH_BYTES`] per row and `parallel` bucket sessions of
+/// `per_item` bytes per item at the public maximum ([`max_load`]) fit in `budget`. `items`
+/// is an estimate of the party's distinct items (its rows). `Err` names the memory the
+/// smallest sessions would still need.
+pub fn propose(
+    items: u64,
+    per_item: u64,
+    parallel: usize,
+    budget: u64,
+    lambda: f64,
+) -> Result<u32, u64> {
+    let fixed = RESERVE_BYTES + MATCH_BYTES * items;
+    let mut need = u64::MAX;
+    let mut b = (parallel.max(1) as u32).next_power_of_two();
+    while b <= MAX_AUTO_BUCKETS {
+        let m = max_load(items, b, lambda);
+        need = fixed.saturating_add((parallel as u64).saturating_mul(m.saturating_mul(per_item)));
+        if need <= budget {
+            return Ok(b);
+        }
+        b *= 2;
+    }
+    Err(need)
+}
+
 /// The keyed map from items to buckets of one run.
 pub struct Partition {
     pi: FixedKeyAes,
@@ -242,5 +305,34 @@ mod tests {
         let same = a.iter().zip(&b).filter(|(x, y)| x == y).count();
         // Another key: about 1/16 agree.
         assert!((5_000..7_500).contains(&same), "{same}");
+    }
+
+    #[test]
+    fn a_proposal_is_the_fewest_buckets_whose_sessions_fit() {
+        let gib = 1u64 << 30;
+        let need = |items: u64, per_item: u64, k: u64, b: u32| {
+            RESERVE_BYTES + MATCH_BYTES * items + k * max_load(items, b, 40.0) * per_item
+        };
+        for (items, per_item, k, budget) in [
+            (100_000_000u64, 1024u64, 1usize, 4 * gib),
+            (100_000_000, 1024, 2, 4 * gib),
+            (1 << 20, 2048, 1, 512 << 20),
+            (3_000, 4096, 1, 257 << 20),
+        ] {
+            let b = propose(items, per_item, k, budget, 40.0).unwrap();
+            assert!(b.is_power_of_two() && b as usize >= k);
+            assert!(need(items, per_item, k as u64, b) <= budget, "{items} {k}");
+            if b as usize > k.next_power_of_two() {
+                assert!(
+                    need(items, per_item, k as u64, b / 2) > budget,
+                    "{items} {k}"
+                );
+            }
+        }
+        // Enough memory: one bucket per lane.
+        assert_eq!(propose(1000, 4096, 2, 4 * gib, 40.0), Ok(2));
+        // Too little for even the reserve: the need is named.
+        let err = propose(10, 4096, 1, 1 << 20, 40.0).unwrap_err();
+        assert!(err > RESERVE_BYTES);
     }
 }

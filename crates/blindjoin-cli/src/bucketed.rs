@@ -7,7 +7,10 @@
 //!    ([`blindjoin_core::handshake`]) under the protocol id `bucketed/<protocol>`, with B, K,
 //!    κ, λ and the key parameters (set sizes 0: an input that streams through its buckets is
 //!    counted only once it is partitioned). Its session id is the run id; the partition key
-//!    is derived from it.
+//!    is derived from it. With `--buckets auto` (B = `auto` in the handshake) both parties
+//!    then send their proposal of B ([`crate::bucket::propose`]: the fewest buckets whose
+//!    sessions fit in the party's memory budget for its input's estimated size; the
+//!    receiver's first), and the run takes the larger.
 //! 2. **Lanes**: with K > 1 the connector opens K − 1 more connections one after the other and
 //!    the listener accepts them in that order; each starts with a handshake naming the run id
 //!    and its lane number, so a crossed or foreign connection is refused.
@@ -21,7 +24,11 @@
 //!    the protocol on the bucket's items and random dummies up to the maximum, with the peer's
 //!    set size required to be the peer's maximum, and the run id and bucket number as
 //!    handshake parameters. A bucket's session runs with λ + ⌈log2 B⌉, so that a false match
-//!    in any of the B sessions has probability at most 2^-λ, as in one session.
+//!    in any of the B sessions has probability at most 2^-λ, as in one session. The
+//!    semi-honest protocols' base OTs come from one IKNP extension per lane
+//!    ([`blindjoin_ot::ext::base_pool`], set up by the lane's first session that needs base
+//!    OTs, on 2 × 128 Chou-Orlandi OTs) instead of each session's own public-key base OTs
+//!    (handshake parameter `base_ots = lane-iknp`); the malicious-secure ones run their own.
 //! 5. **Result**: the receiver's matches at real items (a match at a dummy's position is
 //!    dropped), mapped back to its items, are the union. Lanes 1.. end with the transcript
 //!    confirmation of [`blindjoin_core::finish`]; lane 0 carries the run's confirmation and
@@ -41,7 +48,9 @@
 //! **Cost.** Padding adds B · max − n dummies per party (the report gives them); at 2^20 items
 //! in 16 buckets the maximum is 2.8 % above the mean.
 
-use crate::bucket::{Partition, dummies, max_load};
+use crate::bucket::{
+    MAX_AUTO_BUCKETS, Partition, dummies, max_load, propose, session_bytes_per_item,
+};
 use crate::error::{CliError, CliResult};
 use crate::party::default_max_peer_size;
 use crate::report::hex;
@@ -53,8 +62,9 @@ use blindjoin_core::handshake::{Role, Session, SessionConfig, handshake};
 use blindjoin_core::item::Item;
 use blindjoin_core::transport::Link;
 use blindjoin_core::{Error, finish};
+use blindjoin_ot::ext::base_pool::BasePool;
 use blindjoin_psi::{Protocol, ResultKind, RunOptions};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Name of the receiver's number of distinct items, sent after the partition.
@@ -62,6 +72,12 @@ pub const MSG_RECEIVER_SIZE: &str = "the receiver's distinct items (bucketed run
 
 /// Name of the sender's number of distinct items, sent after the partition.
 pub const MSG_SENDER_SIZE: &str = "the sender's distinct items (bucketed run)";
+
+/// Name of the receiver's proposal of B (`--buckets auto`).
+pub const MSG_RECEIVER_BUCKETS: &str = "the receiver's proposed number of buckets";
+
+/// Name of the sender's proposal of B (`--buckets auto`).
+pub const MSG_SENDER_BUCKETS: &str = "the sender's proposed number of buckets";
 
 /// Name of the receiver's finished buckets, sent when a run resumes.
 pub const MSG_RECEIVER_FINISHED: &str = "the receiver's finished buckets (resumed run)";
@@ -144,7 +160,8 @@ impl Split for MemorySplit<'_> {
 /// How a run is split: `count` buckets over `parallel` connections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Buckets {
-    /// Number of buckets, B (1: one ordinary session).
+    /// Number of buckets, B (1: one ordinary session; 0: `auto`, chosen by both parties from
+    /// their inputs' sizes and memory budgets, see [`crate::bucket::propose`]).
     pub count: u32,
     /// Connections that run buckets at once, K (at most B).
     pub parallel: usize,
@@ -160,22 +177,25 @@ impl Default for Buckets {
 }
 
 impl Buckets {
-    /// Whether the run is split at all.
+    /// Whether the run is split at all (`auto` always is, if only into one bucket).
     pub fn split(&self) -> bool {
-        self.count > 1
+        self.count != 1
+    }
+
+    /// Whether B is chosen by the parties (`--buckets auto`).
+    pub fn auto(&self) -> bool {
+        self.count == 0
     }
 
     /// Refuses what a bucketed run cannot do, before anything is read or connected.
     pub fn check(&self, opts: &RunOptions) -> CliResult<()> {
-        if self.count == 0 || self.parallel == 0 {
-            return Err(CliError::Usage(
-                "--buckets and --parallel must be at least 1".into(),
-            ));
+        if self.parallel == 0 {
+            return Err(CliError::Usage("--parallel must be at least 1".into()));
         }
         if self.parallel > 1 && !self.split() {
             return Err(CliError::Usage("--parallel needs --buckets above 1".into()));
         }
-        if self.parallel as u64 > u64::from(self.count) {
+        if !self.auto() && self.parallel as u64 > u64::from(self.count) {
             return Err(CliError::Usage(format!(
                 "--parallel {} is more than --buckets {}",
                 self.parallel, self.count
@@ -203,6 +223,8 @@ pub struct Outcome {
     pub phases: Vec<(String, f64)>,
     /// The receiver's matched distinct items.
     pub matched_items: u64,
+    /// How the run was split (B as agreed, for `--buckets auto`).
+    pub buckets: Buckets,
     /// The dummies this party added (B · max − n).
     pub dummies: u64,
     /// Buckets kept from the run this one resumed (not run again).
@@ -258,12 +280,46 @@ fn run_config(party: &Party<'_>, extra: &[(String, String)]) -> SessionConfig {
     cfg.lambda = opts.lambda;
     cfg.expected_peer_set_size = Some(0);
     cfg.params = vec![
-        ("buckets".into(), party.buckets.count.to_string()),
+        ("buckets".into(), buckets_param(party.buckets)),
         ("parallel".into(), party.buckets.parallel.to_string()),
     ];
     cfg.params.extend(extra.iter().cloned());
     cfg.params.extend(opts.key_params.iter().cloned());
     cfg
+}
+
+/// The handshake's value of B.
+fn buckets_param(b: Buckets) -> String {
+    if b.auto() {
+        "auto".to_owned()
+    } else {
+        b.count.to_string()
+    }
+}
+
+/// For `--buckets auto`: sends our proposal of B and receives the peer's (the receiver's
+/// first); the run takes the larger.
+fn agree_buckets<C: Channel + ?Sized>(ch: &mut C, receiver: bool, mine: u32) -> CliResult<u32> {
+    let peer: u32 = if receiver {
+        send_msg(ch, MSG_RECEIVER_BUCKETS, &mine)?;
+        recv_msg(ch, MSG_SENDER_BUCKETS, 16)?
+    } else {
+        let peer = recv_msg(ch, MSG_RECEIVER_BUCKETS, 16)?;
+        send_msg(ch, MSG_SENDER_BUCKETS, &mine)?;
+        peer
+    };
+    if peer == 0 || peer > MAX_AUTO_BUCKETS {
+        return Err(Error::Malformed {
+            message: if receiver {
+                MSG_SENDER_BUCKETS
+            } else {
+                MSG_RECEIVER_BUCKETS
+            },
+            reason: format!("{peer} buckets; at most {MAX_AUTO_BUCKETS} may be proposed"),
+        }
+        .into());
+    }
+    Ok(mine.max(peer))
 }
 
 /// Step 1: the run handshake on `ch` (parameters `extra` besides B, K, κ, λ and the key
@@ -427,7 +483,18 @@ pub fn bucket_session(
     p: usize,
     items: &mut Vec<Item>,
 ) -> CliResult<Vec<usize>> {
-    run_bucket(ch, protocol, receiver, plan, p, items).map(|(positions, _)| positions)
+    run_bucket(ch, protocol, receiver, plan, None, p, items).map(|(positions, _)| positions)
+}
+
+/// The base-OT pool of lane `w` of a run (see [`blindjoin_ot::ext::base_pool`]): keyed by the
+/// run's session and the lane; the receiver leads.
+fn lane_pool_of(session: &Session, w: usize, receiver: bool) -> Arc<BasePool> {
+    let mut sid = [0u8; 32];
+    for (half, out) in sid.chunks_mut(16).enumerate() {
+        let label = format!("blindjoin/bucketed run/base OT pool/lane {w}/{half}");
+        out.copy_from_slice(&session.block(&label).to_bytes());
+    }
+    Arc::new(BasePool::new(sid, receiver))
 }
 
 /// [`bucket_session`], also giving the id of the bucket's session.
@@ -436,6 +503,7 @@ fn run_bucket(
     protocol: &Protocol,
     receiver: bool,
     plan: &Plan,
+    pool: Option<&Arc<BasePool>>,
     p: usize,
     items: &mut Vec<Item>,
 ) -> CliResult<(Vec<usize>, [u8; 32])> {
@@ -450,6 +518,7 @@ fn run_bucket(
     items.extend(dummies((plan.own_max - real as u64) as usize, &mut rng));
     let mut o = plan.opts.clone();
     o.key_params.push(("bucket".to_owned(), p.to_string()));
+    o.base_pool = pool.cloned();
     let result = if receiver {
         protocol.receive(ch, items, &o, &mut rng).map(|out| {
             let positions = out.indices.into_iter().filter(|&i| i < real).collect();
@@ -514,6 +583,26 @@ pub fn end_lane(ch: &mut Transcript<Metered<Link>>, receiver: bool) -> CliResult
     Ok(())
 }
 
+/// This party's proposal of B for `--buckets auto` from `estimate` items and its memory
+/// budget ([`propose`]).
+fn proposal(party: &Party<'_>, estimate: u64) -> CliResult<u32> {
+    let per_item = session_bytes_per_item(party.protocol.name);
+    let lambda = f64::from(party.opts.lambda);
+    let parallel = party.buckets.parallel;
+    match party.opts.memory_budget {
+        None => Ok((parallel as u32).next_power_of_two()),
+        Some(budget) => propose(estimate, per_item, parallel, budget, lambda).map_err(|need| {
+            CliError::Usage(format!(
+                "--memory {} MiB cannot hold {parallel} bucket session(s) of {estimate} keys \
+                 split {MAX_AUTO_BUCKETS} ways ({} MiB needed); give more memory or fewer \
+                 --parallel",
+                budget >> 20,
+                need.div_ceil(1 << 20)
+            ))
+        }),
+    }
+}
+
 /// The run directory, locked.
 fn lock(d: &Mutex<RunDir>) -> CliResult<std::sync::MutexGuard<'_, RunDir>> {
     d.lock()
@@ -522,17 +611,20 @@ fn lock(d: &Mutex<RunDir>) -> CliResult<std::sync::MutexGuard<'_, RunDir>> {
 
 /// Runs one party's bucketed run: the run handshake on `ch` (lane 0), `open_lane` for each
 /// further lane (called K − 1 times, in order), `split` to partition this party's items, then
-/// the buckets (see the [module doc](self)). With `resume`, the run is resumable, or resumes
-/// the run the directory holds ([`crate::rundir`]; `split` must then reopen its spill). The
-/// caller ends lane 0 with the run's confirmation, as after one session.
+/// the buckets (see the [module doc](self)). `estimate` is this party's number of distinct
+/// items, or an estimate from which `--buckets auto` proposes B. With `resume`, the run is
+/// resumable, or resumes the run the directory holds ([`crate::rundir`]; `split` must then
+/// reopen its spill). The caller ends lane 0 with the run's confirmation, as after one
+/// session.
 pub fn run<'a, C: Channel>(
     ch: &mut C,
     open_link: &mut dyn FnMut() -> CliResult<Link>,
+    estimate: u64,
     split: impl FnOnce(&Partition) -> CliResult<Box<dyn Split + 'a>>,
     party: &Party<'_>,
     resume: Option<&Mutex<RunDir>>,
 ) -> CliResult<Outcome> {
-    let (protocol, receiver, b) = (party.protocol, party.receiver, party.buckets);
+    let (protocol, receiver, mut b) = (party.protocol, party.receiver, party.buckets);
     let resumed = match resume {
         Some(d) => {
             let d = lock(d)?;
@@ -549,7 +641,7 @@ pub fn run<'a, C: Channel>(
                  same, or remove the run directory to start a new run"
             ))
         };
-        if r.buckets != b.count {
+        if !b.auto() && r.buckets != b.count {
             return Err(differs(
                 "--buckets",
                 b.count.to_string(),
@@ -570,14 +662,35 @@ pub fn run<'a, C: Channel>(
     }
     let mut phases = Vec::new();
     let t = Instant::now();
-    let extra: Vec<(String, String)> = match &resumed {
-        Some((_, r, _)) => vec![("resume".to_owned(), r.run_id.clone())],
-        None => Vec::new(),
-    };
+    // Every lane's semi-honest sessions draw their base OTs from one extension per lane.
+    let mut extra = vec![("base_ots".to_owned(), "lane-iknp".to_owned())];
+    if let Some((_, r, _)) = &resumed {
+        extra.push(("resume".to_owned(), r.run_id.clone()));
+    }
     let (mut session, mut partition) = start(ch, party, &extra)?;
+    if b.auto() {
+        let mine = match &resumed {
+            Some((_, r, _)) => r.buckets,
+            None => proposal(party, estimate)?,
+        };
+        b.count = agree_buckets(ch, receiver, mine)?;
+        if let Some((_, r, _)) = &resumed
+            && r.buckets != b.count
+        {
+            return Err(CliError::Usage(format!(
+                "the peer proposes {} buckets, but the run being resumed has {}",
+                b.count, r.buckets
+            )));
+        }
+        partition = Partition::new(partition.key(), b.count);
+    }
     if let Some((_, _, key)) = &resumed {
         partition = Partition::new(*key, b.count);
     }
+    let party = &Party {
+        buckets: b,
+        ..*party
+    };
     let id = run_id(&session);
     let mut lanes = Vec::with_capacity(b.parallel.saturating_sub(1));
     for w in 1..b.parallel {
@@ -634,13 +747,22 @@ pub fn run<'a, C: Channel>(
     let split = &*split;
     let plan = &plan;
     let todo = &todo;
+    let session_ref = &session;
     let run_lane = |ch: &mut dyn Channel, w: usize| -> CliResult<(Vec<u64>, u64)> {
         let mut found = Vec::new();
         let mut matched = 0u64;
+        let pool = lane_pool_of(session_ref, w, receiver);
         for &p in todo.iter().skip(w).step_by(b.parallel) {
             let mut bucket = split.load(p)?;
-            let (positions, bucket_id) =
-                run_bucket(ch, protocol, receiver, plan, p, &mut bucket.items)?;
+            let (positions, bucket_id) = run_bucket(
+                ch,
+                protocol,
+                receiver,
+                plan,
+                Some(&pool),
+                p,
+                &mut bucket.items,
+            )?;
             let start = found.len();
             bucket.values_at(&positions, &mut found);
             matched += positions.len() as u64;
@@ -710,6 +832,7 @@ pub fn run<'a, C: Channel>(
         matches: receiver.then_some(found),
         matched_items,
         phases,
+        buckets: b,
         dummies: dummy_count,
         kept: kept_count,
         other_lanes,

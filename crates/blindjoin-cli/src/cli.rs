@@ -226,6 +226,7 @@ pub struct PartyOpts {
     pub expect_peer_size: Option<u64>,
     /// The most memory a run may commit on the peer's announced set size before the peer's
     /// data arrives (e.g. 512M, 4G; `none` for no limit); a larger need is refused at once.
+    /// With --buckets auto, also the memory the run's bucket sessions are sized to.
     #[arg(long, value_name = "BYTES", default_value = "4G", value_parser = parse_budget)]
     pub memory: Budget,
     /// Refuse a peer announcing more distinct keys than this [default: max(2^20, 4 × ours)].
@@ -244,7 +245,9 @@ pub struct PartyOpts {
     /// Split the run into B buckets by a hash keyed per run: bucket p of each party runs an
     /// ordinary session with the peer's bucket p, padded with random dummies to a public
     /// maximum so that no bucket's size tells anything (both parties must choose the same B).
-    #[arg(long, value_name = "B", default_value_t = 1)]
+    /// `auto`: each party proposes the fewest buckets (a power of two) whose sessions fit in
+    /// --memory for its input's size, and the run takes the larger proposal.
+    #[arg(long, value_name = "B", default_value = "1", value_parser = parse_buckets)]
     pub buckets: u32,
     /// Run K buckets at once, each over its own connection (with --buckets; both parties must
     /// choose the same K).
@@ -256,6 +259,19 @@ pub struct PartyOpts {
     /// run succeeds.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+}
+
+/// Parses `--buckets`: a count from 1, or `auto` (0).
+pub fn parse_buckets(s: &str) -> Result<u32, String> {
+    if s == "auto" {
+        return Ok(0);
+    }
+    match s.parse::<u32>() {
+        Ok(b) if b >= 1 => Ok(b),
+        _ => Err(format!(
+            "`{s}` is not a number of buckets (1 or more, or auto)"
+        )),
+    }
 }
 
 /// Parses `--result`.

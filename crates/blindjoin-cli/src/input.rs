@@ -1064,6 +1064,31 @@ pub fn key_columns_of(batch: &RecordBatch, columns: &[String]) -> Result<Vec<Arr
         .collect()
 }
 
+/// Bytes of a text file sampled by [`estimate_rows`].
+const ESTIMATE_SAMPLE: usize = 1 << 20;
+
+/// An estimate of the rows of an input, without reading it whole: a Parquet file's own count;
+/// for text, the file's length over the mean length of the lines in its first MiB (exact for
+/// a file that short). Rounded up; at least 1.
+pub fn estimate_rows(path: &Path, format: Format) -> CliResult<u64> {
+    if format == Format::Parquet {
+        let rows = parquet_builder(path)?.metadata().file_metadata().num_rows();
+        return Ok(rows.max(1) as u64);
+    }
+    let mut file = std::fs::File::open(path).map_err(|source| file_error(path, source))?;
+    let len = file
+        .metadata()
+        .map_err(|source| file_error(path, source))?
+        .len();
+    let mut sample = vec![0u8; ESTIMATE_SAMPLE.min(len as usize)];
+    std::io::Read::read_exact(&mut file, &mut sample).map_err(|source| file_error(path, source))?;
+    let lines = sample.iter().filter(|&&b| b == b'\n').count() as u64;
+    if sample.len() as u64 == len {
+        return Ok((lines + u64::from(sample.last().is_some_and(|&b| b != b'\n'))).max(1));
+    }
+    Ok((len * lines.max(1)).div_ceil(sample.len() as u64).max(1))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
@@ -1411,5 +1436,18 @@ mod tests {
             Format::of_input(Some(Format::Csv), &p("a.parquet"), true),
             Format::Csv
         );
+    }
+
+    #[test]
+    fn the_row_estimate_is_exact_for_a_short_file_and_close_for_a_long_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let short = dir.path().join("short.csv");
+        std::fs::write(&short, "id\n1\n2\n3").unwrap();
+        assert_eq!(estimate_rows(&short, Format::Csv).unwrap(), 4);
+        let long = dir.path().join("long.txt");
+        let text: String = (0..400_000).map(|i| format!("key{i:07}\n")).collect();
+        std::fs::write(&long, text).unwrap();
+        let est = estimate_rows(&long, Format::Lines).unwrap();
+        assert!((399_000..=401_000).contains(&est), "{est}");
     }
 }

@@ -96,6 +96,9 @@ pub struct Stream {
     pub read: ReadStream,
     /// A resumable run's directory ([`crate::rundir`]).
     pub run_dir: Option<Arc<Mutex<RunDir>>>,
+    /// An estimate of the input's distinct keys (its rows), from which `--buckets auto`
+    /// proposes B.
+    pub estimate: u64,
 }
 
 /// What a [`Stream`] read.
@@ -271,6 +274,7 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
                     stream: Some(Stream {
                         read: Box::new(read),
                         run_dir: run_dir.clone(),
+                        estimate: crate::input::estimate_rows(p.input, format)?,
                     }),
                 });
             }
@@ -380,9 +384,13 @@ pub fn run_party(
         (keys, link)
     });
     let mut keys = keys?;
-    let (stream, run_dir) = match keys.stream.take() {
-        Some(Stream { read, run_dir }) => (Some(read), run_dir),
-        None => (None, None),
+    let (stream, run_dir, estimate) = match keys.stream.take() {
+        Some(Stream {
+            read,
+            run_dir,
+            estimate,
+        }) => (Some(read), run_dir, estimate),
+        None => (None, None, keys.keyed.items.len() as u64),
     };
     let (link, connect_seconds) = match link {
         Ok(l) => l,
@@ -454,9 +462,10 @@ pub fn run_party(
         } else {
             Some(opts.max_peer_set_size)
         };
-        let out = crate::bucketed::run(
+        let mut out = crate::bucketed::run(
             &mut ch,
             &mut open_lane,
+            estimate,
             split,
             &crate::bucketed::Party {
                 protocol: p.protocol,
@@ -469,10 +478,11 @@ pub fn run_party(
         )?;
         let phases = out.phases.clone();
         // The matches are rows of a streamed input, item indices otherwise.
+        // (Converted in place: at 10^8 rows the matches are hundreds of megabytes.)
         let indices = out
             .matches
-            .as_ref()
-            .map(|m| m.iter().map(|&i| i as usize).collect());
+            .take()
+            .map(|m| m.into_iter().map(|i| i as usize).collect());
         let session = out.session.clone();
         bucketed = Some(out);
         (session, phases, indices, None)
@@ -496,7 +506,7 @@ pub fn run_party(
     }
     let t = Instant::now();
 
-    let (intersection, rows) = match &indices {
+    let (intersection, rows) = match indices {
         Some(_) if aggregate.is_some() => {
             finish::receiver_confirm(&mut ch, None)?;
             finish::receiver_final(&mut ch, None)?;
@@ -504,8 +514,8 @@ pub fn run_party(
         }
         Some(idx) => {
             let (distinct, rows) = match &bucketed {
-                Some(b) if streaming => (b.matched_items, idx.clone()),
-                _ => (idx.len() as u64, keys.keyed.rows_of_items(idx)),
+                Some(b) if streaming => (b.matched_items, idx),
+                _ => (idx.len() as u64, keys.keyed.rows_of_items(&idx)),
             };
             let prepared = match output(&rows) {
                 Ok(prep) => prep,
@@ -557,8 +567,8 @@ pub fn run_party(
     let buckets = bucketed.map(|b| {
         traffic += b.other_lanes;
         let stats = BucketStats {
-            buckets: p.buckets.count,
-            parallel: p.buckets.parallel,
+            buckets: b.buckets.count,
+            parallel: b.buckets.parallel,
             dummies: b.dummies,
             kept: b.kept,
         };

@@ -419,6 +419,55 @@ fn bucketed_runs_write_the_rows_of_one_session() {
         std::fs::remove_file(&out).unwrap();
     }
 
+    // `auto`: each party proposes from its input's size and its --memory, the larger is taken.
+    let (out, json) = (dir.path().join("out.csv"), dir.path().join("r.json"));
+    let per_item = blindjoin_cli::bucket::session_bytes_per_item("kkrt16");
+    let proposal = |input: &Path, budget: u64| {
+        let rows = blindjoin_cli::input::estimate_rows(input, blindjoin_cli::input::Format::Csv);
+        blindjoin_cli::bucket::propose(rows.unwrap(), per_item, 1, budget, 40.0).unwrap()
+    };
+    // 400 KiB above the fixed reserve: a few hundred kkrt16 items per session.
+    let budget = blindjoin_cli::bucket::RESERVE_BYTES + (400 << 10);
+    let want = proposal(&a, budget).max(proposal(&b, 4 << 30));
+    assert!(want > 1, "{want}");
+    let auto = [
+        "--column",
+        "email",
+        "--normalize",
+        "email",
+        "--protocol",
+        "kkrt16",
+        "--buckets",
+        "auto",
+    ];
+    let mut rargs = vec![
+        "receive",
+        "--input",
+        s(&a),
+        "--output",
+        s(&out),
+        "--json",
+        s(&json),
+    ];
+    rargs.extend(auto);
+    let budget_text = budget.to_string();
+    rargs.extend(["--memory", &budget_text]);
+    let (recv, addr, err) = spawn_listener(&rargs);
+    let mut sargs = vec!["send", "--connect", &addr, "--input", s(&b)];
+    sargs.extend(auto);
+    let sent = run(&sargs);
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let (ok, stderr) = finish(recv, err);
+    assert!(ok, "{stderr}");
+    assert_eq!(read_csv(&out).1, expected);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(report["buckets"]["buckets"], want);
+    std::fs::remove_file(&out).unwrap();
+
     // Both must split alike: the run handshake names the field.
     let out = dir.path().join("out.csv");
     let (recv, addr, err) = spawn_listener(&[

@@ -6,6 +6,7 @@ use blindjoin_core::handshake::{Role, Session, SessionConfig, handshake};
 use blindjoin_core::{Error, Result};
 use blindjoin_ot::base::endemic::{EndemicReceiver, EndemicSender};
 use blindjoin_ot::base::{BaseOtReceiver, BaseOtSender, ChouOrlandiReceiver, ChouOrlandiSender};
+use blindjoin_ot::ext::base_pool::BasePool;
 use rand::CryptoRng;
 use serde::Serialize;
 use std::sync::Arc;
@@ -42,6 +43,11 @@ pub struct RunOptions {
     /// The base OT under the protocols' OT extensions (both parties must choose the same; the
     /// handshake compares it).
     pub base_ot: BaseOt,
+    /// Base OTs drawn from a running OT extension of the connection instead of `base_ot`
+    /// (`blindjoin_ot::ext::base_pool`), for the semi-honest protocols of a run split into
+    /// many sessions over one connection; both parties must draw from one (the caller agrees
+    /// on it). `None`: each session runs its own base OTs.
+    pub base_pool: Option<Arc<BasePool>>,
     /// How the caller prepared its keys (normalisation), as handshake parameters: a difference
     /// would make equal records hash to different items, so the handshake refuses it.
     pub key_params: Vec<(String, String)>,
@@ -143,7 +149,7 @@ impl BaseOtSender for MaliciousBaseOt {
         match self.0 {
             BaseOt::ChouOrlandi => EndemicSender::default().send_random(ch, sid, n, rng),
             #[cfg(feature = "ideal-base-ot")]
-            BaseOt::Ideal => AnyBaseOt(self.0).send_random(ch, sid, n, rng),
+            BaseOt::Ideal => AnyBaseOt(self.0, None).send_random(ch, sid, n, rng),
         }
     }
 }
@@ -159,14 +165,15 @@ impl BaseOtReceiver for MaliciousBaseOt {
         match self.0 {
             BaseOt::ChouOrlandi => EndemicReceiver::default().receive_random(ch, sid, choices, rng),
             #[cfg(feature = "ideal-base-ot")]
-            BaseOt::Ideal => AnyBaseOt(self.0).receive_random(ch, sid, choices, rng),
+            BaseOt::Ideal => AnyBaseOt(self.0, None).receive_random(ch, sid, choices, rng),
         }
     }
 }
 
-/// The base OT of [`RunOptions::base_ot`] in either role.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct AnyBaseOt(pub BaseOt);
+/// The base OT of [`RunOptions::base_ot`] in either role, or the run's pool
+/// ([`RunOptions::base_pool`]).
+#[derive(Clone, Debug)]
+pub(crate) struct AnyBaseOt(pub BaseOt, pub Option<Arc<BasePool>>);
 
 impl BaseOtSender for AnyBaseOt {
     fn send_random<C: Channel + ?Sized>(
@@ -176,6 +183,9 @@ impl BaseOtSender for AnyBaseOt {
         n: usize,
         rng: &mut impl CryptoRng,
     ) -> Result<Vec<[[u8; 16]; 2]>> {
+        if let Some(pool) = &self.1 {
+            return (&**pool).send_random(ch, sid, n, rng);
+        }
         match self.0 {
             BaseOt::ChouOrlandi => ChouOrlandiSender::default().send_random(ch, sid, n, rng),
             #[cfg(feature = "ideal-base-ot")]
@@ -194,6 +204,9 @@ impl BaseOtReceiver for AnyBaseOt {
         choices: &[bool],
         rng: &mut impl CryptoRng,
     ) -> Result<Vec<[u8; 16]>> {
+        if let Some(pool) = &self.1 {
+            return (&**pool).receive_random(ch, sid, choices, rng);
+        }
         match self.0 {
             BaseOt::ChouOrlandi => {
                 ChouOrlandiReceiver::default().receive_random(ch, sid, choices, rng)
@@ -215,6 +228,7 @@ impl Default for RunOptions {
             progress: None,
             allow_weak: false,
             base_ot: BaseOt::default(),
+            base_pool: None,
             key_params: Vec::new(),
             on_session: None,
             memory_budget: Some(DEFAULT_MEMORY_BUDGET),
@@ -237,6 +251,7 @@ impl std::fmt::Debug for RunOptions {
             .field("expected_peer_set_size", &self.expected_peer_set_size)
             .field("allow_weak", &self.allow_weak)
             .field("base_ot", &self.base_ot)
+            .field("base_pool", &self.base_pool.is_some())
             .field("key_params", &self.key_params)
             .field("memory_budget", &self.memory_budget)
             .field("copies", &self.copies)
@@ -450,7 +465,7 @@ impl<'a> Run<'a> {
 
     /// The base OT the options chose.
     pub fn base_ot(&self) -> AnyBaseOt {
-        AnyBaseOt(self.opts.base_ot)
+        AnyBaseOt(self.opts.base_ot, self.opts.base_pool.clone())
     }
 
     /// The base OT of a malicious-secure protocol ([`MaliciousBaseOt`]).

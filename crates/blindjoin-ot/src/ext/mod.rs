@@ -42,6 +42,7 @@
 //! from chunk to chunk, so the value one setup returns serves any number of OTs, processed in
 //! chunks of at most [`CHUNK`] OTs with memory bounded by the chunk.
 
+pub mod base_pool;
 pub mod bch;
 pub mod high;
 pub mod iknp;
