@@ -748,6 +748,14 @@ pub fn run<'a, C: Channel>(
     let plan = &plan;
     let todo = &todo;
     let session_ref = &session;
+    // Progress counts buckets, kept ones included (a bucket's session reports nothing).
+    let done = std::sync::atomic::AtomicU64::new(b.count as u64 - todo.len() as u64);
+    let tick = |n: u64| {
+        if let Some(progress) = &party.opts.progress {
+            progress("buckets", n, u64::from(b.count));
+        }
+    };
+    tick(done.load(std::sync::atomic::Ordering::Relaxed));
     let run_lane = |ch: &mut dyn Channel, w: usize| -> CliResult<(Vec<u64>, u64)> {
         let mut found = Vec::new();
         let mut matched = 0u64;
@@ -766,6 +774,7 @@ pub fn run<'a, C: Channel>(
             let start = found.len();
             bucket.values_at(&positions, &mut found);
             matched += positions.len() as u64;
+            tick(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1);
             if let Some(d) = resume {
                 lock(d)?.record(
                     p,

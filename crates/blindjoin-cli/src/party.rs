@@ -209,9 +209,15 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
         || {
             if streaming {
                 let dir = run_dir.clone();
+                let spill_progress = progress.clone();
                 let read = move |partition: &Partition| -> CliResult<Streamed> {
+                    let read_bytes = |b: u64| {
+                        if let Some(f) = &spill_progress {
+                            f(b);
+                        }
+                    };
                     let Some(dir) = dir else {
-                        let s = crate::spill::spill(&spill_input, partition)?;
+                        let s = crate::spill::spill(&spill_input, partition, &read_bytes)?;
                         let _ = stream_source.set(s.source);
                         return Ok(Streamed {
                             split: Box::new(s.split),
@@ -243,7 +249,7 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
                                 place: crate::spill::Place::Kept(dir.spill_dir()),
                                 ..spill_input.clone()
                             };
-                            let s = crate::spill::spill(&input_spec, partition)?;
+                            let s = crate::spill::spill(&input_spec, partition, &read_bytes)?;
                             let state = SpillState {
                                 key: key_hex(&partition.key()),
                                 buckets: partition.buckets(),

@@ -159,8 +159,13 @@ fn read_bucket(dir: &Path, p: usize) -> CliResult<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Streams `input` into `partition`'s buckets (see the [module doc](self)).
-pub fn spill(input: &SpillInput, partition: &Partition) -> CliResult<Spilled> {
+/// Streams `input` into `partition`'s buckets (see the [module doc](self)); `progress` is told
+/// the bytes read so far.
+pub fn spill(
+    input: &SpillInput,
+    partition: &Partition,
+    progress: &(dyn Fn(u64) + Sync),
+) -> CliResult<Spilled> {
     let t = Instant::now();
     let dir = match &input.place {
         Place::Temp(Some(d)) => tempfile::Builder::new()
@@ -201,7 +206,7 @@ pub fn spill(input: &SpillInput, partition: &Partition) -> CliResult<Spilled> {
         columns: &input.columns,
         normalizer: &input.normalizer,
     };
-    let (source, _) = read_rows(&spec, &mut sink, &|_| {})?;
+    let (source, _) = read_rows(&spec, &mut sink, progress)?;
     let (rows, empty) = (sink.next_row, sink.empty);
     for (p, w) in sink.writers.into_iter().enumerate() {
         w.into_inner()
@@ -342,7 +347,7 @@ mod tests {
             place: Place::Temp(Some(dir.path().to_path_buf())),
         };
         let partition = Partition::new([3; 16], 4);
-        let s = spill(&input, &partition).unwrap();
+        let s = spill(&input, &partition, &|_| {}).unwrap();
         assert_eq!((s.rows, s.empty_keys, s.duplicate_rows), (301, 1, 200));
         assert_eq!(s.split.distinct(), 100);
         let mut seen = 0;
