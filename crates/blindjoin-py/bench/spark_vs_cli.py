@@ -67,6 +67,7 @@ def spark_session(app: str) -> Any:
         SparkSession.builder.master("local[2]")
         .appName(app)
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.memory", "4g")
@@ -189,6 +190,10 @@ def main() -> None:
         got = sorted(tuple("" if v is None else v for v in r) for r in result.select(*header).collect())
         same = got == want
         phases = ", ".join(f"{p['name']} {p['seconds']:.2f}" for p in report["phases"])
+        for lane in report["lane_stats"]:
+            phases += f"; lane {lane['lane']}: " + ", ".join(
+                f"{k} {v:.2f}" for k, v in lane["phases"].items()
+            )
         print(
             f"run {rep + 1}: command {cli:.2f} s, Spark {seconds:.2f} s ({seconds / cli:.2f}x; "
             f"{phases}); {len(want)} rows, {'the same rows' if same else 'ROWS DIFFER'}",

@@ -390,8 +390,7 @@ fn _blindjoin(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(protocols_json, m)?)?;
     m.add_class::<spark::SparkDriver>()?;
     m.add_function(wrap_pyfunction!(spark::spark_keys, m)?)?;
-    m.add_function(wrap_pyfunction!(spark::spark_counts, m)?)?;
-    m.add_function(wrap_pyfunction!(spark::spark_lane, m)?)?;
+    m.add_class::<spark::SparkLane>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("DEFAULT_PROTOCOL", options::DEFAULT_PROTOCOL)?;
     m.add("OPTIONS", options::OPTIONS.to_vec())?;

@@ -4,17 +4,21 @@
 //!
 //! - [`SparkDriver`] (on each party's Spark driver): opens the connection, runs the run
 //!   handshake (`bucketed::start`, with the parameter `lanes = spark` so that a Spark party and
-//!   a command-line party refuse each other), exchanges the distinct counts (`bucketed::agree`)
-//!   and ends the run with the confirmation of a single session. Between the counts and the
-//!   end it can tell whether the peer closed the connection (a failed peer), without reading.
+//!   a command-line party refuse each other) and, once the lanes are done, ends the run with
+//!   the confirmation of a single session. In between it can tell whether the peer closed the
+//!   connection (its run failed), without reading.
 //! - [`spark_keys`] (in the tasks that read the rows): each row's item, hashed from its key
-//!   columns with the CLI's normaliser and hasher, its bucket under the run's partition key,
-//!   and the Spark partition (lane) it must go to.
-//! - [`spark_counts`] (in the tasks over the rows partitioned by lane): the distinct items of
-//!   each bucket.
-//! - [`spark_lane`] (in barrier task w): opens lane w (the receiver listens, the sender
-//!   connects), runs buckets w, w + K, … on the rows of the task and returns the receiver's
-//!   matched rows.
+//!   columns with the CLI's normaliser and hasher, and its bucket under the run's partition
+//!   key.
+//! - [`SparkLane`] (in barrier task w, on the rows Spark placed in partition w): the distinct
+//!   items of each of the lane's buckets (w, w + K, …), lane w's connection (the receiver
+//!   listens, the sender connects), on lane 0 the exchange of the distinct counts
+//!   (`bucketed::agree`, given the counts of all lanes, which the tasks gather), then the
+//!   lane's buckets, returning the receiver's matched rows.
+//!
+//! The sizes travel on lane 0 rather than on the driver's connection so that one Spark stage
+//! does everything after the keys: the tasks count their own buckets' items, gather the counts
+//! and agree, with no pass over the rows before the lanes. Lane 0's confirmation covers them.
 //!
 //! Every blocking step runs on a thread of its own while the calling thread waits without the
 //! GIL (see the crate doc on Ctrl-C): an interrupt sets the cancel flag, which ends a wait for
@@ -152,13 +156,8 @@ fn pool(threads: usize) -> CliResult<Arc<rayon::ThreadPool>> {
 struct DriverState {
     /// The run's first connection (`None` once ended or failed).
     ch: Option<Transcript<Metered<Link>>>,
-    /// The run handshake's session (sizes filled in by `agree`).
-    session: Session,
     /// Traffic of the connection once it is ended.
     traffic: Traffic,
-    /// Whether both parties are past the exchange of sizes (the peer's next read on this
-    /// connection is the confirmation, which can carry our failure).
-    agreed: bool,
 }
 
 /// One party's driver of a bucketed run whose lanes are Spark barrier tasks (see the module
@@ -167,10 +166,6 @@ struct DriverState {
 #[pyclass(module = "blindjoin._blindjoin", name = "SparkDriver")]
 pub struct SparkDriver {
     receiver: bool,
-    protocol: &'static Protocol,
-    opts: RunOptions,
-    buckets: Buckets,
-    max_peer: Option<u64>,
     limits: Limits,
     run_id: String,
     key: [u8; 16],
@@ -180,27 +175,14 @@ pub struct SparkDriver {
 
 impl SparkDriver {
     /// Takes the connection out for a detached step.
-    fn take(&self) -> PyResult<(Transcript<Metered<Link>>, Session)> {
+    fn take(&self) -> PyResult<Transcript<Metered<Link>>> {
         let mut st = self
             .state
             .lock()
             .map_err(|_| PyValueError::new_err("the run's state is poisoned"))?;
-        let ch = st.ch.take().ok_or_else(|| {
+        st.ch.take().ok_or_else(|| {
             PyValueError::new_err("the run's connection is already closed (the run ended)")
-        })?;
-        Ok((ch, st.session.clone()))
-    }
-
-    fn put(&self, ch: Option<Transcript<Metered<Link>>>, session: Option<Session>) {
-        if let Ok(mut st) = self.state.lock() {
-            if let Some(ch) = &ch {
-                st.traffic = ch.get_ref().traffic();
-            }
-            st.ch = ch;
-            if let Some(s) = session {
-                st.session = s;
-            }
-        }
+        })
     }
 }
 
@@ -276,10 +258,6 @@ impl SparkDriver {
         })?;
         Ok(SparkDriver {
             receiver,
-            protocol,
-            opts,
-            buckets: b,
-            max_peer,
             limits,
             run_id: bucketed::run_id(&session),
             key,
@@ -287,8 +265,6 @@ impl SparkDriver {
             state: Mutex::new(DriverState {
                 traffic: ch.get_ref().traffic(),
                 ch: Some(ch),
-                session,
-                agreed: false,
             }),
         })
     }
@@ -305,80 +281,16 @@ impl SparkDriver {
         PyBytes::new(py, &self.key)
     }
 
-    /// Sends our distinct count `n` and receives the peer's, checks `counts` (distinct items per
-    /// bucket, B of them) against our public maximum, and returns the run's plan as a dict:
-    /// `run_id`, `buckets`, `lanes`, `own_size`, `peer_size`, `own_max`, `peer_max`, `dummies`,
-    /// `deadline_left` (seconds left of the run's deadline).
-    fn agree<'py>(
-        &self,
-        py: Python<'py>,
-        n: u64,
-        counts: Vec<u64>,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        if counts.len() != self.buckets.count as usize {
-            return Err(PyValueError::new_err(format!(
-                "counts has {} entries for buckets={}",
-                counts.len(),
-                self.buckets.count
-            )));
-        }
-        let total: u64 = counts.iter().sum();
-        if total != n {
-            return Err(PyValueError::new_err(format!(
-                "the bucket counts add up to {total}, not to the distinct count {n}"
-            )));
-        }
-        let (mut ch, mut session) = self.take()?;
-        // The step runs detached: it gets owned copies of what it needs.
-        let opts = self.opts.clone();
-        let (protocol, receiver, b, max_peer) =
-            (self.protocol, self.receiver, self.buckets, self.max_peer);
-        let agreed = detached(py, &self.stopper, move || {
-            let party = bucketed::Party {
-                protocol,
-                receiver,
-                opts: &opts,
-                buckets: b,
-                max_peer,
-            };
-            match bucketed::agree(&mut ch, &party, &mut session, n, &|p| counts[p]) {
-                Ok(plan) => Ok((ch, session, plan)),
-                Err(e) => {
-                    // A check after the exchange failed: the peer is past it, and reads our
-                    // reason in place of our confirmation.
-                    if matches!(
-                        e,
-                        CliError::Protocol(
-                            blindjoin_core::Error::ParamMismatch { .. }
-                                | blindjoin_core::Error::InvalidParam { .. }
-                        )
-                    ) {
-                        send_failure(&mut ch, receiver, &e.to_string());
-                    }
-                    Err(e)
-                }
-            }
-        });
-        let (ch, session, plan) = agreed.inspect_err(|_| self.stopper.release())?;
-        let peer_size = session.peer_size();
-        self.put(Some(ch), Some(session));
-        if let Ok(mut st) = self.state.lock() {
-            st.agreed = true;
-        }
-        let d = PyDict::new(py);
-        d.set_item("run_id", &self.run_id)?;
-        d.set_item("buckets", self.buckets.count)?;
-        d.set_item("lanes", self.buckets.parallel)?;
-        d.set_item("own_size", n)?;
-        d.set_item("peer_size", peer_size)?;
-        d.set_item("own_max", plan.own_max)?;
-        d.set_item("peer_max", plan.peer_max)?;
-        d.set_item("dummies", plan.own_max * u64::from(self.buckets.count) - n)?;
-        d.set_item(
-            "deadline_left",
-            self.limits.remaining().map(|r| r.as_secs_f64().max(0.001)),
-        )?;
-        Ok(d)
+    /// The idle timeout in seconds (a lane's longest wait for the peer's lane).
+    #[getter]
+    fn idle_seconds(&self) -> f64 {
+        self.limits.idle.as_secs_f64()
+    }
+
+    /// Seconds left of the run's deadline (`None`: no deadline), for the lanes' limits.
+    #[getter]
+    fn deadline_left(&self) -> Option<f64> {
+        self.limits.remaining().map(|r| r.as_secs_f64().max(0.001))
     }
 
     /// Whether the peer closed the run's connection (its run failed, or its process ended):
@@ -403,7 +315,7 @@ impl SparkDriver {
     /// confirmation and final verdict, after its output is complete; the sender's check of
     /// both). Returns the connection's traffic (`bytes_sent`, `bytes_received`).
     fn finish<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (mut ch, _) = self.take()?;
+        let mut ch = self.take()?;
         let receiver = self.receiver;
         let finished = detached(py, &self.stopper, move || {
             if receiver {
@@ -427,21 +339,14 @@ impl SparkDriver {
     }
 
     /// Ends the run with our failure `reason`: the peer learns it in place of our
-    /// confirmation (best effort), and the connection is closed.
+    /// confirmation (best effort; after the handshake the peer's next read on this connection
+    /// is the confirmation), and the connection is closed.
     fn fail(&self, py: Python<'_>, reason: String) -> PyResult<()> {
-        let agreed = self.state.lock().is_ok_and(|st| st.agreed);
-        let Ok((mut ch, _)) = self.take() else {
+        let Ok(mut ch) = self.take() else {
             return Ok(());
         };
         let receiver = self.receiver;
-        py.detach(move || {
-            if agreed {
-                send_failure(&mut ch, receiver, &reason);
-            } else {
-                // Before the sizes the peer reads a size next: it sees the connection close.
-                ch.close();
-            }
-        });
+        py.detach(move || send_failure(&mut ch, receiver, &reason));
         self.stopper.release();
         Ok(())
     }
@@ -537,65 +442,49 @@ fn partition_key(key: &[u8]) -> PyResult<[u8; 16]> {
     })
 }
 
-/// Each row's item, bucket and lane designator: `(items, buckets, parts)` as pyarrow arrays of
-/// the rows of `batch` (whose columns are the key columns, in key order): the 16-byte items
-/// (binary), their buckets (int32) under the run's partition `key` into `buckets`, and
-/// `designators[bucket % len(designators)]` (int64, the value Spark's hash partitioning sends
-/// to the lane's partition). All three are null where the row has no key (missing, or empty
-/// after normalisation). `options` gives the normalisation and `threads`.
+/// Each row's item and bucket: `(items, buckets)` as pyarrow arrays of the rows of `batch`
+/// (whose columns are the key columns, in key order): the 16-byte items (binary) and their
+/// buckets (int32) under the run's partition `key` into `buckets`, both null where the row has
+/// no key (missing, or empty after normalisation). `options` gives the normalisation and
+/// `threads`.
 #[pyfunction]
-#[pyo3(signature = (batch, options, key, buckets, designators))]
+#[pyo3(signature = (batch, options, key, buckets))]
 pub fn spark_keys<'py>(
     py: Python<'py>,
     batch: &Bound<'py, PyAny>,
     options: &Bound<'py, PyDict>,
     key: &[u8],
     buckets: u32,
-    designators: Vec<i64>,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let settings = Settings::from_dict("receive", options)?;
     let batch = RecordBatch::from_pyarrow_bound(batch)?;
     if batch.num_columns() == 0 {
         return Err(PyValueError::new_err(format!("{LABEL}: no key column")));
     }
-    if designators.is_empty() || buckets == 0 {
-        return Err(PyValueError::new_err(
-            "buckets and lanes must be at least 1",
-        ));
+    if buckets == 0 {
+        return Err(PyValueError::new_err("buckets must be at least 1"));
     }
     let partition = Partition::new(partition_key(key)?, buckets);
     let normalizer = settings.normalizer();
     let threads = settings.threads.unwrap_or(1);
-    let (items, bucket, part) = py
+    let (items, bucket) = py
         .detach(|| -> CliResult<_> {
             let hashed = pool(threads)?.install(|| keys::hash_batch(&batch, &normalizer, LABEL))?;
             let present: Vec<Item> = hashed.iter().flatten().copied().collect();
             let mut assigned = vec![0u32; present.len()];
             partition.assign(&present, &mut assigned);
             let mut it = assigned.iter();
-            let mut bucket = Vec::with_capacity(hashed.len());
-            let mut part = Vec::with_capacity(hashed.len());
-            for h in &hashed {
-                match h {
-                    Some(_) => {
-                        let b = it.next().copied().unwrap_or(0);
-                        bucket.push(Some(b as i32));
-                        part.push(Some(designators[b as usize % designators.len()]));
-                    }
-                    None => {
-                        bucket.push(None);
-                        part.push(None);
-                    }
-                }
-            }
+            let bucket: Int32Array = hashed
+                .iter()
+                .map(|h| h.as_ref().map(|_| it.next().copied().unwrap_or(0) as i32))
+                .collect();
             let items = BinaryArray::from_iter(hashed.iter().map(|h| h.as_ref().map(|i| i.0)));
-            Ok((items, Int32Array::from(bucket), Int64Array::from(part)))
+            Ok((items, bucket))
         })
         .map_err(|e| errors::to_py(py, &e))?;
     Ok((
         items.into_data().to_pyarrow(py)?,
         bucket.into_data().to_pyarrow(py)?,
-        part.into_data().to_pyarrow(py)?,
     ))
 }
 
@@ -664,39 +553,6 @@ fn grouped<'a>(
     Ok(rows)
 }
 
-/// The distinct items per bucket among the rows of `batch` (columns `item`, binary, and
-/// `bucket`, int32; rows without an item are left out), as `(bucket, count)` pairs in bucket
-/// order.
-/// Every bucket must be one of lane `lane`'s of `lanes` (see [`spark_lane`]).
-#[pyfunction]
-#[pyo3(signature = (batch, buckets, lane, lanes))]
-pub fn spark_counts(
-    py: Python<'_>,
-    batch: &Bound<'_, PyAny>,
-    buckets: u32,
-    lane: usize,
-    lanes: usize,
-) -> PyResult<Vec<(u32, u64)>> {
-    let batch = RecordBatch::from_pyarrow_bound(batch)?;
-    py.detach(|| -> CliResult<_> {
-        let rows = grouped(&batch, buckets, Some((lane, lanes.max(1))))?;
-        let mut out: Vec<(u32, u64)> = Vec::new();
-        let mut last: Option<(u32, Item)> = None;
-        for &(b, item, _) in &rows {
-            if last == Some((b, item)) {
-                continue;
-            }
-            last = Some((b, item));
-            match out.last_mut() {
-                Some((pb, c)) if *pb == b => *c += 1,
-                _ => out.push((b, 1)),
-            }
-        }
-        Ok(out)
-    })
-    .map_err(|e| errors::to_py(py, &e))
-}
-
 /// One lane's buckets: the distinct items of each, with the rows carrying each item.
 struct LaneBuckets {
     /// Per bucket of the lane (in the lane's order): its number, its distinct items, and
@@ -706,13 +562,15 @@ struct LaneBuckets {
     rows: Vec<u32>,
 }
 
-fn lane_buckets(plan: &Plan, w: usize, sorted: &[(u32, Item, u32)]) -> LaneBuckets {
+/// Lane `w`'s buckets of a run split `b` (w, w + K, …) from the lane's rows sorted by bucket
+/// and item.
+fn lane_buckets(b: Buckets, w: usize, sorted: &[(u32, Item, u32)]) -> LaneBuckets {
     let mut out = LaneBuckets {
         buckets: Vec::new(),
         rows: Vec::with_capacity(sorted.len()),
     };
     let mut i = 0;
-    for p in plan.lane_buckets(w) {
+    for p in (w..b.count as usize).step_by(b.parallel.max(1)) {
         let mut items = Vec::new();
         let mut bounds = Vec::new();
         while i < sorted.len() && sorted[i].0 as usize == p {
@@ -772,124 +630,295 @@ fn lane_link(receiver: bool, address: &str, cfg: &LinkConfig, limits: Limits) ->
     Ok(link)
 }
 
-/// Runs lane `lane` of a run (in its barrier task): opens the lane's connection (the receiver
-/// listens on `listen` of `options`, the sender connects to `connect`), runs the lane's buckets
-/// (`lane`, `lane` + K, …) on the rows of `batch` (columns `item`, binary, and `bucket`, int32)
-/// and ends the lane. `plan` is the dict of `SparkDriver.agree` with `key_fields` added.
-///
-/// Returns `(rows, stats)`: the receiver's matched rows of `batch` (a pyarrow `Int64Array`,
-/// ascending; every row carrying a matched item), empty for the sender; `stats` has
-/// `distinct` (items of the lane), `matched` (matched distinct items), `bytes_sent`,
-/// `bytes_received` and `seconds`.
-#[pyfunction]
-#[pyo3(signature = (role, options, plan, lane, batch))]
-pub fn spark_lane<'py>(
-    py: Python<'py>,
-    role: &str,
-    options: &Bound<'py, PyDict>,
-    plan: &Bound<'py, PyDict>,
+/// What a lane does while its task runs: its rows' buckets, then its connection.
+struct LaneState {
+    /// The lane's buckets (taken by `run`).
+    buckets: Option<LaneBuckets>,
+    /// Lane w's connection, once open.
+    ch: Option<Transcript<Metered<Link>>>,
+}
+
+/// One lane of a run, in its Spark barrier task (see the module doc). Made by
+/// `SparkLane(role, options, run, lane, batch)`: `options` as the driver's with `listen` (the
+/// receiver's lane address) or `connect` (the sender's), `run` a dict of `run_id`, `buckets`,
+/// `lanes`, `key_fields` and `deadline_left`, and `batch` the lane's rows (columns `item`,
+/// binary, and `bucket`, int32; rows without an item are left out), every bucket one of lane
+/// `lane`'s.
+#[pyclass(module = "blindjoin._blindjoin", name = "SparkLane")]
+pub struct SparkLane {
+    receiver: bool,
+    protocol: &'static Protocol,
+    opts: RunOptions,
+    max_peer: Option<u64>,
+    run_id: String,
+    buckets: Buckets,
     lane: usize,
-    batch: &Bound<'py, PyAny>,
-) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
-    let receiver = receiver_role(role)?;
-    let settings = Settings::from_dict(role, options)?;
-    let mut cfg = settings.check(py)?;
-    let run_id: String = plan_get(plan, "run_id")?
-        .extract()
-        .map_err(|_| plan_type("run_id"))?;
-    let count: u32 = plan_get(plan, "buckets")?
-        .extract()
-        .map_err(|_| plan_type("buckets"))?;
-    let lanes: usize = plan_get(plan, "lanes")?
-        .extract()
-        .map_err(|_| plan_type("lanes"))?;
-    let own_max: u64 = plan_get(plan, "own_max")?
-        .extract()
-        .map_err(|_| plan_type("own_max"))?;
-    let peer_max: u64 = plan_get(plan, "peer_max")?
-        .extract()
-        .map_err(|_| plan_type("peer_max"))?;
-    let key_fields: usize = plan_get(plan, "key_fields")?
-        .extract()
-        .map_err(|_| plan_type("key_fields"))?;
-    let deadline_left: Option<f64> = plan_get(plan, "deadline_left")?
-        .extract()
-        .map_err(|_| plan_type("deadline_left"))?;
-    if lane >= lanes {
-        return Err(PyValueError::new_err(format!(
-            "lane {lane} of a run with lanes={lanes}"
-        )));
-    }
-    let opts = run_options(&settings, key_fields);
-    let b = Buckets {
-        count,
-        parallel: lanes,
-    };
-    let plan = Plan::new(&opts, &run_id, b, own_max, peer_max);
-    let idle = cfg.limits.idle;
-    let limits = match deadline_left {
-        Some(left) => Limits::new(
-            Duration::try_from_secs_f64(left).unwrap_or(Duration::from_millis(1)),
-            idle,
-        ),
-        None => Limits::idle_only(idle),
-    };
-    let stopper = Stopper::default();
-    cfg.cancel = Some(stopper.cancel.clone());
-    let address = match (&settings.net.listen, &settings.net.connect) {
-        (Some(a), None) if receiver => a.clone(),
-        (None, Some(a)) if !receiver => a.clone(),
-        _ => {
-            return Err(PyValueError::new_err(
-                "a receiver's lane listens (listen=) and a sender's connects (connect=)",
-            ));
+    cfg: LinkConfig,
+    limits: Limits,
+    address: String,
+    threads: usize,
+    started: Instant,
+    stopper: Stopper,
+    state: Arc<Mutex<LaneState>>,
+}
+
+fn lane_state(state: &Mutex<LaneState>) -> CliResult<std::sync::MutexGuard<'_, LaneState>> {
+    state
+        .lock()
+        .map_err(|_| CliError::Usage("the lane's state is poisoned".into()))
+}
+
+#[pymethods]
+impl SparkLane {
+    #[new]
+    #[pyo3(signature = (role, options, run, lane, batch))]
+    fn new(
+        py: Python<'_>,
+        role: &str,
+        options: &Bound<'_, PyDict>,
+        run: &Bound<'_, PyDict>,
+        lane: usize,
+        batch: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        let started = Instant::now();
+        let receiver = receiver_role(role)?;
+        let settings = Settings::from_dict(role, options)?;
+        let mut cfg = settings.check(py)?;
+        let run_id: String = plan_get(run, "run_id")?
+            .extract()
+            .map_err(|_| plan_type("run_id"))?;
+        let count: u32 = plan_get(run, "buckets")?
+            .extract()
+            .map_err(|_| plan_type("buckets"))?;
+        let lanes: usize = plan_get(run, "lanes")?
+            .extract()
+            .map_err(|_| plan_type("lanes"))?;
+        let key_fields: usize = plan_get(run, "key_fields")?
+            .extract()
+            .map_err(|_| plan_type("key_fields"))?;
+        let deadline_left: Option<f64> = plan_get(run, "deadline_left")?
+            .extract()
+            .map_err(|_| plan_type("deadline_left"))?;
+        if lanes == 0 || lane >= lanes || lanes as u64 > u64::from(count) {
+            return Err(PyValueError::new_err(format!(
+                "lane {lane} of a run with lanes={lanes} and buckets={count}"
+            )));
         }
-    };
-    let batch = RecordBatch::from_pyarrow_bound(batch)?;
-    let protocol = settings.protocol;
-    let threads = settings.threads.unwrap_or(1);
-    let watch = stopper.clone();
-    let (found, stats) = detached(py, &stopper, move || {
-        let start = Instant::now();
-        let sorted = grouped(&batch, count, Some((lane, lanes)))?;
-        let mut lane_rows = lane_buckets(&plan, lane, &sorted);
-        drop(sorted);
-        let link = lane_link(receiver, &address, &cfg, limits)?;
-        watch.watch(&link);
-        let role = if receiver {
-            Role::Receiver
-        } else {
-            Role::Sender
+        let buckets = Buckets {
+            count,
+            parallel: lanes,
         };
-        let mut ch = bucketed::open_lane(link, role, &run_id, lane)?;
-        let pool = pool(threads)?;
-        let mut found: Vec<i64> = Vec::new();
-        let mut matched = 0u64;
-        let mut distinct = 0u64;
-        for (p, items, bounds) in &mut lane_rows.buckets {
-            distinct += items.len() as u64;
-            let positions = pool.install(|| {
-                bucketed::bucket_session(&mut ch, protocol, receiver, &plan, *p, items)
-            })?;
-            matched += positions.len() as u64;
-            for k in positions {
-                let rows = &lane_rows.rows[bounds[k]..bounds[k + 1]];
-                found.extend(rows.iter().map(|&r| i64::from(r)));
+        let address = match (&settings.net.listen, &settings.net.connect) {
+            (Some(a), None) if receiver => a.clone(),
+            (None, Some(a)) if !receiver => a.clone(),
+            _ => {
+                return Err(PyValueError::new_err(
+                    "a receiver's lane listens (listen=) and a sender's connects (connect=)",
+                ));
             }
+        };
+        let idle = cfg.limits.idle;
+        let limits = match deadline_left {
+            Some(left) => Limits::new(
+                Duration::try_from_secs_f64(left).unwrap_or(Duration::from_millis(1)),
+                idle,
+            ),
+            None => Limits::idle_only(idle),
+        };
+        let stopper = Stopper::default();
+        cfg.cancel = Some(stopper.cancel.clone());
+        let batch = RecordBatch::from_pyarrow_bound(batch)?;
+        let rows = py
+            .detach(|| -> CliResult<_> {
+                let sorted = grouped(&batch, count, Some((lane, lanes)))?;
+                Ok(lane_buckets(buckets, lane, &sorted))
+            })
+            .map_err(|e| errors::to_py(py, &e))?;
+        Ok(SparkLane {
+            receiver,
+            protocol: settings.protocol,
+            opts: run_options(&settings, key_fields),
+            max_peer: settings.max_peer_size,
+            run_id,
+            buckets,
+            lane,
+            cfg,
+            limits,
+            address,
+            threads: settings.threads.unwrap_or(1),
+            started,
+            stopper,
+            state: Arc::new(Mutex::new(LaneState {
+                buckets: Some(rows),
+                ch: None,
+            })),
+        })
+    }
+
+    /// The distinct items of each of the lane's buckets, as `(bucket, count)` pairs.
+    fn counts(&self) -> PyResult<Vec<(usize, u64)>> {
+        let st = self
+            .state
+            .lock()
+            .map_err(|_| PyValueError::new_err("the lane's state is poisoned"))?;
+        Ok(st.buckets.as_ref().map_or_else(Vec::new, |b| {
+            b.buckets
+                .iter()
+                .map(|(p, items, _)| (*p, items.len() as u64))
+                .collect()
+        }))
+    }
+
+    /// Opens the lane's connection and runs its handshake (the receiver accepts on its
+    /// address, the sender connects, each waiting at most the idle timeout for the peer's
+    /// lane).
+    fn open(&self, py: Python<'_>) -> PyResult<()> {
+        let (receiver, lane) = (self.receiver, self.lane);
+        let (address, cfg, limits) = (self.address.clone(), self.cfg.clone(), self.limits);
+        let run_id = self.run_id.clone();
+        let watch = self.stopper.clone();
+        let state = self.state.clone();
+        detached(py, &self.stopper, move || {
+            let link = lane_link(receiver, &address, &cfg, limits)?;
+            watch.watch(&link);
+            let role = if receiver {
+                Role::Receiver
+            } else {
+                Role::Sender
+            };
+            let ch = bucketed::open_lane(link, role, &run_id, lane)?;
+            lane_state(&state)?.ch = Some(ch);
+            Ok(())
+        })
+    }
+
+    /// On lane 0: sends our distinct count `n` and receives the peer's (`bucketed::agree`),
+    /// checking `counts` (the distinct items of every bucket, from all lanes) against our
+    /// public maximum. Returns the plan: `own_size`, `peer_size`, `own_max`, `peer_max`,
+    /// `dummies`.
+    fn agree<'py>(
+        &self,
+        py: Python<'py>,
+        n: u64,
+        counts: Vec<u64>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        if counts.len() != self.buckets.count as usize {
+            return Err(PyValueError::new_err(format!(
+                "counts has {} entries for buckets={}",
+                counts.len(),
+                self.buckets.count
+            )));
         }
-        bucketed::end_lane(&mut ch, receiver)?;
-        let traffic = ch.get_ref().traffic();
-        found.sort_unstable();
-        Ok((
-            found,
-            (distinct, matched, traffic, start.elapsed().as_secs_f64()),
-        ))
-    })?;
-    let (distinct, matched, traffic, seconds) = stats;
-    let d = traffic_dict(py, traffic)?;
-    d.set_item("distinct", distinct)?;
-    d.set_item("matched", matched)?;
-    d.set_item("seconds", seconds)?;
-    let rows = Int64Array::from(found).into_data().to_pyarrow(py)?;
-    Ok((rows, d))
+        if counts.iter().sum::<u64>() != n {
+            return Err(PyValueError::new_err(format!(
+                "the bucket counts do not add up to the distinct count {n}"
+            )));
+        }
+        let mut id = [0u8; 32];
+        for (k, b) in id.iter_mut().enumerate() {
+            *b = u8::from_str_radix(self.run_id.get(2 * k..2 * k + 2).unwrap_or("zz"), 16)
+                .map_err(|_| PyValueError::new_err("the run id is not 64 hex digits"))?;
+        }
+        let mut session = Session {
+            id,
+            role: if self.receiver {
+                Role::Receiver
+            } else {
+                Role::Sender
+            },
+            receiver_size: 0,
+            sender_size: 0,
+            kappa: self.opts.kappa,
+            lambda: self.opts.lambda,
+        };
+        let (protocol, receiver, b, max_peer) =
+            (self.protocol, self.receiver, self.buckets, self.max_peer);
+        let opts = self.opts.clone();
+        let state = self.state.clone();
+        let plan = detached(py, &self.stopper, move || {
+            let party = bucketed::Party {
+                protocol,
+                receiver,
+                opts: &opts,
+                buckets: b,
+                max_peer,
+            };
+            let mut st = lane_state(&state)?;
+            let ch = st
+                .ch
+                .as_mut()
+                .ok_or_else(|| CliError::Usage("the lane is not open".into()))?;
+            let plan = bucketed::agree(ch, &party, &mut session, n, &|p| counts[p])?;
+            Ok((plan.own_max, plan.peer_max, session.peer_size()))
+        })?;
+        let (own_max, peer_max, peer_size) = plan;
+        let d = PyDict::new(py);
+        d.set_item("own_size", n)?;
+        d.set_item("peer_size", peer_size)?;
+        d.set_item("own_max", own_max)?;
+        d.set_item("peer_max", peer_max)?;
+        d.set_item("dummies", own_max * u64::from(self.buckets.count) - n)?;
+        Ok(d)
+    }
+
+    /// Runs the lane's buckets under `plan` (the dict of lane 0's `agree`) and ends the lane.
+    ///
+    /// Returns `(rows, stats)`: the receiver's matched rows of the lane's batch (a pyarrow
+    /// `Int64Array`, ascending; every row carrying a matched item), empty for the sender;
+    /// `stats` has `distinct` (items of the lane), `matched` (matched distinct items),
+    /// `bytes_sent`, `bytes_received` and `seconds`.
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        plan: &Bound<'py, PyDict>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyDict>)> {
+        let own_max: u64 = plan_get(plan, "own_max")?
+            .extract()
+            .map_err(|_| plan_type("own_max"))?;
+        let peer_max: u64 = plan_get(plan, "peer_max")?
+            .extract()
+            .map_err(|_| plan_type("peer_max"))?;
+        let plan = Plan::new(&self.opts, &self.run_id, self.buckets, own_max, peer_max);
+        let (protocol, receiver, threads) = (self.protocol, self.receiver, self.threads);
+        let state = self.state.clone();
+        let started = self.started;
+        let (found, stats) = detached(py, &self.stopper, move || {
+            let (mut lane_rows, mut ch) = {
+                let mut st = lane_state(&state)?;
+                match (st.buckets.take(), st.ch.take()) {
+                    (Some(b), Some(ch)) => (b, ch),
+                    _ => return Err(CliError::Usage("the lane is not open".into())),
+                }
+            };
+            let pool = pool(threads)?;
+            let mut found: Vec<i64> = Vec::new();
+            let mut matched = 0u64;
+            let mut distinct = 0u64;
+            for (p, items, bounds) in &mut lane_rows.buckets {
+                distinct += items.len() as u64;
+                let positions = pool.install(|| {
+                    bucketed::bucket_session(&mut ch, protocol, receiver, &plan, *p, items)
+                })?;
+                matched += positions.len() as u64;
+                for k in positions {
+                    let rows = &lane_rows.rows[bounds[k]..bounds[k + 1]];
+                    found.extend(rows.iter().map(|&r| i64::from(r)));
+                }
+            }
+            bucketed::end_lane(&mut ch, receiver)?;
+            let traffic = ch.get_ref().traffic();
+            found.sort_unstable();
+            Ok((
+                found,
+                (distinct, matched, traffic, started.elapsed().as_secs_f64()),
+            ))
+        })?;
+        let (distinct, matched, traffic, seconds) = stats;
+        let d = traffic_dict(py, traffic)?;
+        d.set_item("distinct", distinct)?;
+        d.set_item("matched", matched)?;
+        d.set_item("seconds", seconds)?;
+        let rows = Int64Array::from(found).into_data().to_pyarrow(py)?;
+        Ok((rows, d))
+    }
 }

@@ -53,10 +53,12 @@ class SparkDriver:
     @property
     def open(self) -> bool:
         """Whether the run's first connection is still open."""
-    def agree(self, n: int, counts: list[int]) -> dict[str, Any]:
-        """Exchanges the distinct counts; returns the plan (``run_id``, ``buckets``, ``lanes``,
-        ``own_size``, ``peer_size``, ``own_max``, ``peer_max``, ``dummies``,
-        ``deadline_left``)."""
+    @property
+    def idle_seconds(self) -> float:
+        """The idle timeout in seconds."""
+    @property
+    def deadline_left(self) -> float | None:
+        """Seconds left of the run's deadline."""
     def peer_closed(self, timeout: float) -> bool:
         """Whether the peer closed the run's connection (waits up to ``timeout`` seconds)."""
     def finish(self) -> dict[str, int]:
@@ -67,14 +69,27 @@ class SparkDriver:
         """The connection's traffic so far."""
 
 def spark_keys(
-    batch: Any, options: dict[str, Any], key: bytes, buckets: int, designators: list[int]
-) -> tuple[pa.BinaryArray, pa.Int32Array, pa.Int64Array]:
-    """Each row's item, bucket and lane designator (null where the row has no key)."""
+    batch: Any, options: dict[str, Any], key: bytes, buckets: int
+) -> tuple[pa.BinaryArray, pa.Int32Array]:
+    """Each row's item and bucket (null where the row has no key)."""
 
-def spark_counts(batch: Any, buckets: int, lane: int, lanes: int) -> list[tuple[int, int]]:
-    """The distinct items per bucket of a lane's rows (``item``, ``bucket`` columns)."""
+class SparkLane:
+    """One lane of a run in its Spark barrier task (``spark.rs``).
 
-def spark_lane(
-    role: str, options: dict[str, Any], plan: dict[str, Any], lane: int, batch: Any
-) -> tuple[pa.Int64Array, dict[str, Any]]:
-    """Runs one lane; returns the receiver's matched rows of ``batch`` and the lane's stats."""
+    Made by ``SparkLane(role, options, run, lane, batch)``: ``run`` holds ``run_id``,
+    ``buckets``, ``lanes``, ``key_fields`` and ``deadline_left``; ``batch`` the lane's rows
+    (``item``, ``bucket``).
+    """
+
+    def __init__(
+        self, role: str, options: dict[str, Any], run: dict[str, Any], lane: int, batch: Any
+    ) -> None: ...
+    def counts(self) -> list[tuple[int, int]]:
+        """The distinct items of each of the lane's buckets."""
+    def open(self) -> None:
+        """Opens the lane's connection and runs its handshake."""
+    def agree(self, n: int, counts: list[int]) -> dict[str, Any]:
+        """On lane 0: exchanges the distinct counts; returns the plan (``own_size``,
+        ``peer_size``, ``own_max``, ``peer_max``, ``dummies``)."""
+    def run(self, plan: dict[str, Any]) -> tuple[pa.Int64Array, dict[str, Any]]:
+        """Runs the lane's buckets; returns the receiver's matched rows and the lane's stats."""

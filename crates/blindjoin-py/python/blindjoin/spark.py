@@ -66,7 +66,9 @@ the data, :class:`BlindjoinError` for the rest.
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import os
 import secrets
 import socket
@@ -86,15 +88,49 @@ _LABEL = "<Spark DataFrame>"
 
 # Columns the run adds to the rows on their way to the lanes.
 _PREFIX = "__blindjoin_"
-_ITEM = _PREFIX + "item"
-_BUCKET = _PREFIX + "bucket"
-_PART = _PREFIX + "lane"
+_KEYS = _PREFIX + "keys"
+_ITEM = "item"
+_BUCKET = "bucket"
+_ITEM_COLUMN = _PREFIX + _ITEM
+_BUCKET_COLUMN = _PREFIX + _BUCKET
 
 # How long a driver whose own job failed with the peer's or the connection's error waits for the
 # peer's reason (the peer, where the failure began, sends it at once).
 _PEER_REASON_WAIT = 10.0
 
 _ERRORS = {"InputError": InputError, "PeerError": PeerError}
+
+# The most distinct matched keys the receiver's matched rows are found with by a broadcast join.
+_BROADCAST = 1 << 21
+
+
+def _exact_type(t: Any) -> bool:
+    """Whether Spark's equality of values of type ``t`` is the equality of their keys (the text
+    the keys are hashed from): text and binary (compared as bytes), integers, dates, decimals
+    (of one column, one scale) and booleans. Not floats (-0.0 equals 0.0), nor nested types."""
+    from pyspark.sql import types as T
+
+    return isinstance(
+        t,
+        (
+            T.StringType,
+            T.BinaryType,
+            T.ByteType,
+            T.ShortType,
+            T.IntegerType,
+            T.LongType,
+            T.DateType,
+            T.DecimalType,
+            T.BooleanType,
+        ),
+    )
+
+
+def _join_key(c: Any, t: Any) -> Any:
+    """A key column as it is compared in the join: text as its bytes (whatever its collation)."""
+    from pyspark.sql import types as T
+
+    return c.cast("binary") if isinstance(t, T.StringType) else c
 
 
 def _one_line(e: BaseException) -> str:
@@ -133,9 +169,14 @@ def _local_python(sc: Any) -> None:
     sc.pythonExec = sys.executable
 
 
+_DESIGNATORS: dict[int, list[int]] = {}
+
+
 def _designators(spark: Any, lanes: int) -> list[int]:
     """For each lane w, a value that Spark's hash partitioning into ``lanes`` partitions sends to
-    partition w (``pmod(hash(v), lanes) == w``)."""
+    partition w (``pmod(hash(v), lanes) == w``; Spark's hash is fixed, so found once)."""
+    if lanes in _DESIGNATORS:
+        return _DESIGNATORS[lanes]
     found: dict[int, int] = {}
     start = 0
     while len(found) < lanes:
@@ -147,18 +188,23 @@ def _designators(spark: Any, lanes: int) -> list[int]:
         for r in rows:
             found.setdefault(int(r["p"]), int(r["id"]))
         start += 64 * lanes
-    return [found[w] for w in range(lanes)]
+    _DESIGNATORS[lanes] = [found[w] for w in range(lanes)]
+    return _DESIGNATORS[lanes]
 
 
 # -- The lanes' registry on the driver -----------------------------------------------------
 
+# Longest request or reply line between a task and the registry (a lane's counts: up to B pairs).
+_LINE = 1 << 24
+
 
 class _Registry:
-    """On the driver: lets each lane start once in a run (a retried barrier stage is refused)
-    and gathers the lanes' statistics and errors. The tasks reach it over TCP at the driver's
-    host (``spark.driver.host``) with a random token."""
+    """On the driver: lets each lane start once in a run (a retried barrier stage is refused),
+    passes the lanes' distinct counts to lane 0 and lane 0's plan to the others, and gathers
+    the lanes' statistics and errors. The tasks reach it over TCP at the driver's host
+    (``spark.driver.host``) with a random token; one short connection per message."""
 
-    def __init__(self, sc: Any) -> None:
+    def __init__(self, sc: Any, buckets: int, lanes: int) -> None:
         conf = sc.getConf()
         host = conf.get("spark.driver.host", None) or socket.gethostname()
         bind = conf.get("spark.driver.bindAddress", None) or host
@@ -166,7 +212,11 @@ class _Registry:
         self.server.settimeout(0.2)
         self.address = (host, self.server.getsockname()[1])
         self.token = secrets.token_hex(16)
+        self.buckets = buckets
+        self.lanes = lanes
         self.claimed: set[int] = set()
+        self.counts: dict[int, list[list[int]]] = {}
+        self.plan: dict[str, Any] | None = None
         self.done: dict[int, dict[str, Any]] = {}
         self.errors: list[tuple[int, str, str]] = []
         self._stop = threading.Event()
@@ -184,13 +234,13 @@ class _Registry:
             with conn:
                 try:
                     conn.settimeout(10)
-                    line = conn.makefile("rb").readline(1 << 16)
+                    line = conn.makefile("rb").readline(_LINE)
                     reply = self._handle(json.loads(line))
-                    conn.sendall(reply.encode() + b"\n")
-                except (OSError, ValueError):
+                    conn.sendall(json.dumps(reply).encode() + b"\n")
+                except (OSError, ValueError, TypeError):
                     continue
 
-    def _handle(self, msg: dict[str, Any]) -> str:
+    def _handle(self, msg: dict[str, Any]) -> Any:
         if not isinstance(msg, dict) or msg.get("token") != self.token:
             return "refused"
         lane = int(msg.get("lane", -1))
@@ -200,6 +250,24 @@ class _Registry:
                 return "again"
             self.claimed.add(lane)
             return "ok"
+        if kind == "counts":
+            self.counts[lane] = list(msg.get("counts") or [])
+            return "ok"
+        if kind == "plan":
+            self.plan = dict(msg.get("plan") or {})
+            return "ok"
+        if kind in ("get counts", "get plan"):
+            if self.errors:
+                return "failed"
+            if kind == "get plan":
+                return self.plan if self.plan is not None else "wait"
+            if len(self.counts) < self.lanes:
+                return "wait"
+            counts = [0] * self.buckets
+            for pairs in self.counts.values():
+                for p, c in pairs:
+                    counts[int(p)] = int(c)
+            return counts
         if kind == "done":
             self.done[lane] = dict(msg.get("stats") or {})
             return "ok"
@@ -223,102 +291,95 @@ class _Registry:
         self.server.close()
 
 
-def _tell(registry: tuple[tuple[str, int], str], msg: dict[str, Any]) -> str:
+def _tell(registry: tuple[tuple[str, int], str], msg: dict[str, Any]) -> Any:
     """Sends one message to the driver's registry (in a task); returns the reply."""
     address, token = registry
     with socket.create_connection(address, timeout=30) as s:
         s.sendall(json.dumps({**msg, "token": token}).encode() + b"\n")
-        return s.makefile("rb").readline(1024).decode().strip()
+        return json.loads(s.makefile("rb").readline(_LINE))
+
+
+class _Stopped(BlindjoinError):
+    """A lane stopped because another lane of its run failed (that lane's error is the run's)."""
+
+
+def _wait_for(
+    registry: tuple[tuple[str, int], str], lane: int, kind: str, seconds: float
+) -> Any:
+    """Asks the registry for what another lane provides (``get counts``, ``get plan``) until it
+    is there, another lane failed, or ``seconds`` have passed."""
+    until = time.monotonic() + seconds
+    pause = 0.002
+    while True:
+        reply = _tell(registry, {"kind": kind, "lane": lane})
+        if reply == "failed":
+            raise _Stopped(f"lane {lane}: stopped, another lane failed")
+        if reply != "wait":
+            return reply
+        if time.monotonic() > until:
+            what = "the lanes' counts" if kind == "get counts" else "lane 0's plan"
+            raise BlindjoinError(f"lane {lane}: {what} did not come within {seconds:.0f} s")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 # -- What runs on the executors ------------------------------------------------------------
 
 
-def _keys_task(
-    positions: list[int],
-    names: list[str],
-    keep: bool,
+def _keys_function(
     options: dict[str, Any],
     key: bytes,
     buckets: int,
-    designators: list[int],
     rows_acc: Any,
     empty_acc: Any,
 ) -> Any:
-    """The function of ``mapInArrow`` that adds each row's item, bucket and lane designator
-    (keeping the row's columns if ``keep``) and drops the rows without a key."""
+    """The Arrow UDF's function: the struct of a batch's key columns to the struct of each row's
+    item and bucket (null where the row has no key); it counts the rows and those without a key
+    in the accumulators (if given)."""
 
-    def task(batches: Any) -> Any:
+    def keys(columns: pa.Array) -> pa.Array:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         from blindjoin import _blindjoin
 
-        for b in batches:
-            keys = pa.RecordBatch.from_arrays([b.column(p) for p in positions], names=names)
-            items, bucket, part = _blindjoin.spark_keys(keys, options, key, buckets, designators)
-            valid = pc.is_valid(items)
-            kept = valid.true_count
-            rows_acc.add(b.num_rows)
-            empty_acc.add(b.num_rows - kept)
-            columns = (list(b.columns) if keep else []) + [items, bucket, part]
-            fields = (list(b.schema.names) if keep else []) + [_ITEM, _BUCKET, _PART]
-            out = pa.RecordBatch.from_arrays(columns, names=fields)
-            yield out if kept == b.num_rows else out.filter(valid)
+        batch = pa.RecordBatch.from_struct_array(columns)
+        items, bucket = _blindjoin.spark_keys(batch, options, key, buckets)
+        if rows_acc is not None:
+            rows_acc.add(len(columns))
+            empty_acc.add(items.null_count)
+        return pa.StructArray.from_arrays([items, bucket], names=[_ITEM, _BUCKET])
 
-    return task
+    return keys
 
 
 def _item_batch(table: pa.Table | None) -> pa.RecordBatch:
     """The item and bucket columns of a lane's rows, in one batch."""
     if table is None or table.num_rows == 0:
         return pa.RecordBatch.from_arrays(
-            [pa.array([], pa.binary()), pa.array([], pa.int32())], names=["item", "bucket"]
+            [pa.array([], pa.binary()), pa.array([], pa.int32())], names=[_ITEM, _BUCKET]
         )
     return pa.RecordBatch.from_arrays(
-        [table.column(_ITEM).combine_chunks(), table.column(_BUCKET).combine_chunks()],
-        names=["item", "bucket"],
+        [table.column(_ITEM_COLUMN).combine_chunks(), table.column(_BUCKET_COLUMN).combine_chunks()],
+        names=[_ITEM, _BUCKET],
     )
-
-
-def _counts_task(buckets: int, lanes: int) -> Any:
-    """The function of ``mapInArrow`` that counts the distinct items per bucket of a lane's
-    rows (checking that Spark placed them in the lane's partition)."""
-
-    def task(batches: Any) -> Any:
-        import pyarrow as pa
-        from pyspark import TaskContext
-
-        from blindjoin import _blindjoin
-
-        ctx = TaskContext.get()
-        lane = ctx.partitionId() if ctx is not None else 0
-        got = list(batches)
-        if not got:
-            return
-        table = pa.Table.from_batches(got)
-        pairs = _blindjoin.spark_counts(_item_batch(table), buckets, lane, lanes)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([p for p, _ in pairs], pa.int32()), pa.array([c for _, c in pairs], pa.int64())],
-            names=["bucket", "n"],
-        )
-
-    return task
 
 
 def _lane_task(
     role: str,
     options: dict[str, Any],
-    plan: dict[str, Any],
+    run: dict[str, Any],
     lane_address: tuple[str, int],
     registry: tuple[tuple[str, int], str],
     keep: list[str] | None,
 ) -> Any:
-    """The function of the barrier stage: task w runs lane w and, for the receiver, yields the
-    matched rows (the columns ``keep``)."""
+    """The function of the barrier stage: task w runs lane w (lane 0 also agrees the sizes, from
+    the counts all lanes give the registry). The receiver's tasks yield what stands for their
+    matched rows: the distinct key columns ``keep`` of their matched rows (renamed to
+    ``__blindjoin_k0``, …), or, with ``keep`` empty, the distinct matched items."""
 
     def task(batches: Any) -> Any:
         import pyarrow as pa
+        import pyarrow.compute as pc
         from pyspark import BarrierTaskContext
 
         from blindjoin import _blindjoin
@@ -329,13 +390,37 @@ def _lane_task(
                 f"lane {lane}: this lane already ran in this run (Spark retried the stage after "
                 "a failure); a lane never runs twice"
             )
+        phases: dict[str, float] = {}
+        last = time.monotonic()
+
+        def lap(name: str) -> None:
+            nonlocal last
+            now = time.monotonic()
+            phases[name] = now - last
+            last = now
+
         try:
             got = list(batches)
             table = pa.Table.from_batches(got) if got else None
             host, base = lane_address
             o = dict(options)
             o["listen" if role == "receive" else "connect"] = f"{host}:{base + lane}"
-            rows, stats = _blindjoin.spark_lane(role, o, plan, lane, _item_batch(table))
+            this = _blindjoin.SparkLane(role, o, run, lane, _item_batch(table))
+            _tell(registry, {"kind": "counts", "lane": lane, "counts": this.counts()})
+            lap("rows")
+            this.open()
+            lap("connect")
+            if lane == 0:
+                counts = _wait_for(registry, lane, "get counts", run["wait"])
+                plan = this.agree(sum(counts), counts)
+                _tell(registry, {"kind": "plan", "lane": 0, "plan": plan})
+            else:
+                plan = _wait_for(registry, lane, "get plan", run["wait"])
+            lap("sizes")
+            rows, stats = this.run(plan)
+            lap("buckets")
+        except _Stopped:
+            raise
         except BaseException as e:
             message = f"lane {lane}: {e}"
             try:
@@ -347,9 +432,21 @@ def _lane_task(
                 pass
             raise type(e)(message) if isinstance(e, BlindjoinError) else e
         stats["rows"] = len(rows)
-        _tell(registry, {"kind": "done", "lane": lane, "stats": stats})
+        out = 0
         if keep is not None and table is not None and len(rows):
-            yield from table.take(rows).select(keep).to_batches()
+            matched = table.take(rows)
+            if keep:
+                names = [f"{_PREFIX}k{i}" for i in range(len(keep))]
+                found = matched.select(keep).rename_columns(names).group_by(names).aggregate([])
+            else:
+                items = pc.unique(matched.column(_ITEM_COLUMN).combine_chunks())
+                found = pa.table({_ITEM_COLUMN: items})
+            out = found.num_rows
+            yield from found.to_batches()
+        stats["out"] = out
+        lap("output")
+        stats["phases"] = phases
+        _tell(registry, {"kind": "done", "lane": lane, "stats": stats})
 
     return task
 
@@ -414,9 +511,10 @@ def _run(
     options: dict[str, Any],
 ) -> tuple[Any, dict[str, Any]]:
     try:
-        from pyspark import StorageLevel
         from pyspark.sql import DataFrame
-        from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
+        from pyspark.sql import functions as F
+        from pyspark.sql.functions import ArrowUDFType, arrow_udf
+        from pyspark.sql.types import BinaryType, IntegerType, StructField, StructType
     except ImportError as e:
         raise ImportError("blindjoin.spark needs pyspark (pip install pyspark)") from e
     if not isinstance(df, DataFrame):
@@ -477,12 +575,15 @@ def _run(
     lap("connect and run handshake")
     run_id = driver.run_id
     tag = f"blindjoin-{run_id[:16]}"
-    staged = None
     registry = None
     watch = None
     result = None
     sc.addJobTag(tag)
     try:
+        designators = _designators(spark, lanes)
+        registry = _Registry(sc, buckets, lanes)
+        # From here the peer's connection is watched: a peer that fails ends our job.
+        watch = _Watch(driver, sc, tag)
         key_options = {
             "normalize": options.get("normalize"),
             "country_code": options.get("country_code"),
@@ -490,64 +591,109 @@ def _run(
         }
         rows_acc = sc.accumulator(0)
         empty_acc = sc.accumulator(0)
-        extra_fields = [
-            StructField(_ITEM, BinaryType()),
-            StructField(_BUCKET, IntegerType()),
-            StructField(_PART, LongType()),
-        ]
-        keyed_schema = StructType((list(df.schema.fields) if receiver else []) + extra_fields)
-        keyed = df.mapInArrow(
-            _keys_task(
-                positions,
-                keys,
-                receiver,
+        keys_type = StructType(
+            [
+                StructField(_ITEM, BinaryType()),
+                StructField(_BUCKET, IntegerType()),
+            ]
+        )
+
+        def keys_udf(counted: bool) -> Any:
+            f = _keys_function(
                 key_options,
                 driver.partition_key,
                 buckets,
-                _designators(spark, lanes),
-                rows_acc,
-                empty_acc,
-            ),
-            keyed_schema,
-        )
-        staged = keyed.repartition(lanes, _PART).persist(StorageLevel.MEMORY_AND_DISK)
-        counted = (
-            staged.select(_ITEM, _BUCKET)
-            .mapInArrow(_counts_task(buckets, lanes), "bucket int, n long")
-            .collect()
-        )
-        counts = [0] * buckets
-        for r in counted:
-            counts[int(r["bucket"])] += int(r["n"])
-        n = sum(counts)
-        lap("keys and partition")
-        plan = dict(driver.agree(n, counts))
-        plan["key_fields"] = len(keys)
-        lap("sizes")
+                rows_acc if counted else None,
+                empty_acc if counted else None,
+            )
+            # Nondeterministic: evaluated once per row, not copied into a filter or a join.
+            return arrow_udf(f, keys_type, ArrowUDFType.SCALAR).asNondeterministic()
 
-        registry = _Registry(sc)
+        key_struct = F.struct(*[df[k] for k in keys])
+        # The receiver's matched rows are found again by their key columns where the columns'
+        # equality is the keys' (text and binary compared as bytes, integers, dates, decimals,
+        # booleans), else by their items.
+        by_columns = receiver and all(_exact_type(df.schema[k].dataType) for k in keys)
+        # Only the key columns go to Python; each row gets its item, bucket and lane, rows
+        # without a key are dropped, and Spark places lane w's rows in partition w.
+        kept = [df[k] for k in keys] if by_columns else []
+        keyed = (
+            df.select(*kept, keys_udf(True)(key_struct).alias(_KEYS))
+            .where(F.col(_KEYS)[_ITEM].isNotNull())
+            .select(
+                *kept,
+                F.col(_KEYS)[_ITEM].alias(_ITEM_COLUMN),
+                F.col(_KEYS)[_BUCKET].alias(_BUCKET_COLUMN),
+            )
+        )
+        # Hash partitioning sends lane w's designator to partition w.
+        lane_of = F.element_at(
+            F.array(*[F.lit(d).cast("long") for d in designators]),
+            F.pmod(F.col(_BUCKET_COLUMN), F.lit(lanes)) + 1,
+        )
+        staged = keyed.repartition(lanes, lane_of)
+        run = {
+            "run_id": run_id,
+            "buckets": buckets,
+            "lanes": lanes,
+            "key_fields": len(keys),
+            "deadline_left": driver.deadline_left,
+            "wait": 2 * driver.idle_seconds + 30,
+        }
         lane_options = dict(options)
         lane_options["threads"] = threads
         lane_options["listen"] = lane_options["connect"] = None
         task = _lane_task(
             role,
             lane_options,
-            plan,
+            run,
             (host, base),
             (registry.address, registry.token),
-            names if receiver else None,
+            (keys if by_columns else []) if receiver else None,
         )
-        watch = _Watch(driver, sc, tag)
         if receiver:
-            result = staged.mapInArrow(task, df.schema, barrier=True).localCheckpoint(eager=True)
+            if by_columns:
+                found_schema = StructType(
+                    [
+                        StructField(f"{_PREFIX}k{i}", df.schema[k].dataType)
+                        for i, k in enumerate(keys)
+                    ]
+                )
+            else:
+                found_schema = StructType([StructField(_ITEM_COLUMN, BinaryType())])
+            found = staged.mapInArrow(task, found_schema, barrier=True).localCheckpoint(
+                eager=True
+            )
         else:
-            staged.select(_ITEM, _BUCKET).mapInArrow(task, "lane int", barrier=True).collect()
+            staged.mapInArrow(task, "lane int", barrier=True).collect()
         watch.stop()
-        lap("lanes")
-        if len(registry.done) != lanes:
+        lap("keys, sizes and lanes")
+        if registry.plan is None or len(registry.done) != lanes:
             raise BlindjoinError(
                 f"{lanes - len(registry.done)} of {lanes} lanes did not report their end"
             )
+        if receiver:
+            # The matched rows: the rows of df whose key is one the lanes matched.
+            small = sum(int(d.get("out", 0)) for d in registry.done.values()) <= _BROADCAST
+            right = F.broadcast(found) if small else found
+            if by_columns:
+                same = [
+                    _join_key(df[k], df.schema[k].dataType)
+                    == _join_key(found[f"{_PREFIX}k{i}"], df.schema[k].dataType)
+                    for i, k in enumerate(keys)
+                ]
+                matched = df.join(right, functools.reduce(operator.and_, same), "left_semi")
+            else:
+                again = df.select(
+                    *[df[c] for c in names], keys_udf(False)(key_struct).alias(_KEYS)
+                )
+                matched = again.join(
+                    right, again[_KEYS][_ITEM] == right[_ITEM_COLUMN], "left_semi"
+                ).select(*[again[c] for c in names])
+            result = matched.localCheckpoint(eager=True)
+            found.unpersist()
+            lap("matched rows")
+        plan = registry.plan
         traffic = driver.finish()
         lap("confirmation")
     except BaseException as e:
@@ -569,8 +715,6 @@ def _run(
         sc.removeJobTag(tag)
         if registry is not None:
             registry.close()
-        if staged is not None:
-            staged.unpersist()
 
     done = [registry.done[w] for w in sorted(registry.done)]
     for name in ("bytes_sent", "bytes_received"):
@@ -581,8 +725,12 @@ def _run(
         "run_id": run_id,
         "buckets": buckets,
         "lanes": lanes,
-        "input": {"rows": rows_acc.value, "empty_keys": empty_acc.value, "distinct_keys": n},
-        "own_set_size": n,
+        "input": {
+            "rows": rows_acc.value,
+            "empty_keys": empty_acc.value,
+            "distinct_keys": plan["own_size"],
+        },
+        "own_set_size": plan["own_size"],
         "peer_set_size": plan["peer_size"],
         "own_max": plan["own_max"],
         "peer_max": plan["peer_max"],
