@@ -25,29 +25,36 @@ a public maximum, and K lanes (connections) run buckets w, w + K, w + 2K, … in
 **How it runs on Spark.**
 
 1. The driver opens the run's first connection (``listen`` or ``connect``) and runs the run
-   handshake: protocol, κ, λ, B, K, the normalisation, the key columns' count and the lanes' base
-   port must agree, or both parties stop with an error naming the field (``buckets``, …).
-2. The executors hash every row's key with the command's normaliser and hasher (rows with a
-   missing or empty key never match and are dropped), compute its bucket under the run's key,
-   and Spark moves the rows so that partition w holds the rows of buckets w, w + K, … (cached).
-3. The distinct items per bucket are counted on the executors; the drivers exchange their totals
-   and check every bucket against its public maximum.
-4. One barrier stage of K tasks (Spark starts them all at once) runs the lanes: the receiver's
-   task w listens on port ``lane_ports + w`` of its executor, the sender's task w connects to
-   ``lane_host:lane_ports + w`` and runs its buckets. A lane runs at most once in a run: a
-   retried stage is refused (a re-run would let the receiver query the same buckets again).
-5. The receiver's tasks yield their matched rows; the result is materialised
-   (``localCheckpoint``) before the receiver's driver sends its final verdict, so a run that
-   returns has a complete, confirmed result.
+   handshake: protocol, κ, λ, B, K, the normalisation, the number of key columns and the lanes'
+   base port must agree, or both parties stop with an error naming the field (``buckets``, …).
+2. The executors hash every row's key with the command's normaliser and hasher (only the key
+   columns go to Python, through an Arrow UDF); rows with a missing or empty key never match
+   and are dropped. Each row's bucket comes from the run's key, and Spark moves the rows (their
+   items, and for the receiver their key columns) so that partition w holds buckets w, w + K, ….
+3. One barrier stage of K tasks (Spark starts them all at once) runs the lanes: task w counts
+   the distinct items of its buckets, opens lane w (the receiver's task listens on port
+   ``lane_ports + w`` of its executor, the sender's connects to ``lane_host:lane_ports + w``),
+   lane 0 exchanges the parties' distinct counts from all lanes' counts (which pass through the
+   driver) and checks every bucket against its public maximum, and each lane runs its buckets.
+   A lane runs at most once in a run: a retried stage is refused (a re-run would let the
+   receiver query the same buckets again).
+4. The receiver's tasks return the key columns of their matched rows (or, for key columns that
+   Spark compares otherwise than as the keys' text, such as floats, their items); the receiver's
+   rows with those keys are its result, materialised (``localCheckpoint``) before the receiver's
+   driver sends its final verdict, so a run that returns has a complete, confirmed result.
+   ``df`` is read twice (once for the keys, once for the matched rows): cache it first if it is
+   costly to compute, and it must give the same rows both times.
 
 **Deployment.** Each party runs its own Spark cluster; the two only talk over the run's
 connections. The receiver's driver listens on ``listen`` and its lane tasks on the port range
 ``lane_ports`` … ``lane_ports + K − 1`` of the host they run on, which the sender must reach at
 ``lane_host`` (default: the host of ``connect``): run the receiver's lanes on one executor host
-(or put the range behind one address). The executors need ``blindjoin`` (and pyarrow) installed
-in their Python, and, with TLS, the certificate files at the same paths as the driver. K must
-not exceed the cluster's task slots (``sc.defaultParallelism / spark.task.cpus``): a barrier
-stage needs all its tasks running at once, so a larger K is refused before connecting. On a
+(or put the range behind one address). The tasks also reach their own driver on a port it
+opens on ``spark.driver.host``. The executors need ``blindjoin`` (and pyarrow) installed in
+their Python, and, with TLS, the certificate files at the same paths as the driver. K must not
+exceed the cluster's task slots (``sc.defaultParallelism / spark.task.cpus``): a barrier stage
+needs all its tasks running at once, so a larger K is refused before connecting. Each lane's
+task holds its rows' items (and the receiver's key columns) in memory: about n / K rows. On a
 ``local`` master the executors' Python is set to the driver's (``sys.executable``) unless
 ``PYSPARK_PYTHON`` or ``spark.pyspark.python`` says otherwise.
 
