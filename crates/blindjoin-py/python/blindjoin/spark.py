@@ -149,6 +149,11 @@ def _one_line(e: BaseException) -> str:
     return type(e).__name__
 
 
+def _column(df: Any, name: str) -> Any:
+    """Column ``name`` of ``df``, the name taken as it is (dots and all)."""
+    return df["`" + name.replace("`", "``") + "`"]
+
+
 def _split_address(name: str, address: Any) -> tuple[str, int]:
     if not isinstance(address, str):
         raise TypeError(f"{name} must be an address such as \"0.0.0.0:7878\"")
@@ -616,14 +621,14 @@ def _run(
             # Nondeterministic: evaluated once per row, not copied into a filter or a join.
             return arrow_udf(f, keys_type, ArrowUDFType.SCALAR).asNondeterministic()
 
-        key_struct = F.struct(*[df[k] for k in keys])
+        key_struct = F.struct(*[_column(df, k) for k in keys])
         # The receiver's matched rows are found again by their key columns where the columns'
         # equality is the keys' (text and binary compared as bytes, integers, dates, decimals,
         # booleans), else by their items.
         by_columns = receiver and all(_exact_type(df.schema[k].dataType) for k in keys)
         # Only the key columns go to Python; each row gets its item, bucket and lane, rows
         # without a key are dropped, and Spark places lane w's rows in partition w.
-        kept = [df[k] for k in keys] if by_columns else []
+        kept = [_column(df, k) for k in keys] if by_columns else []
         keyed = (
             df.select(*kept, keys_udf(True)(key_struct).alias(_KEYS))
             .where(F.col(_KEYS)[_ITEM].isNotNull())
@@ -685,18 +690,18 @@ def _run(
             right = F.broadcast(found) if small else found
             if by_columns:
                 same = [
-                    _join_key(df[k], df.schema[k].dataType)
+                    _join_key(_column(df, k), df.schema[k].dataType)
                     == _join_key(found[f"{_PREFIX}k{i}"], df.schema[k].dataType)
                     for i, k in enumerate(keys)
                 ]
                 matched = df.join(right, functools.reduce(operator.and_, same), "left_semi")
             else:
                 again = df.select(
-                    *[df[c] for c in names], keys_udf(False)(key_struct).alias(_KEYS)
+                    *[_column(df, c) for c in names], keys_udf(False)(key_struct).alias(_KEYS)
                 )
                 matched = again.join(
                     right, again[_KEYS][_ITEM] == right[_ITEM_COLUMN], "left_semi"
-                ).select(*[again[c] for c in names])
+                ).select(*[_column(again, c) for c in names])
             result = matched.localCheckpoint(eager=True)
             found.unpersist()
             lap("matched rows")
