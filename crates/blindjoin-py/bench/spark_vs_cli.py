@@ -187,7 +187,9 @@ def main() -> None:
         if "error" in sent:
             raise SystemExit(f"the Spark sender failed: {sent['error']}")
         spark_times.append(seconds)
-        got = sorted(tuple("" if v is None else v for v in r) for r in result.select(*header).collect())
+        got = sorted(
+            tuple("" if v is None else v for v in r) for r in result.select(*header).collect()
+        )
         same = got == want
         phases = ", ".join(f"{p['name']} {p['seconds']:.2f}" for p in report["phases"])
         for lane in report["lane_stats"]:

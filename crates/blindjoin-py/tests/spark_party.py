@@ -53,7 +53,11 @@ def main() -> None:
             report = blindjoin.spark.send(df, cmd["column"], **cmd["options"])
             out: dict[str, Any] = {"report": report}
         except Exception as e:  # noqa: BLE001 - the test inspects it
-            out = {"error": type(e).__name__, "message": str(e), "peer": isinstance(e, blindjoin.PeerError)}
+            out = {
+                "error": type(e).__name__,
+                "message": str(e),
+                "peer": isinstance(e, blindjoin.PeerError),
+            }
         print(MARK + json.dumps(out), flush=True)
     spark.stop()
 

@@ -173,8 +173,8 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             ("note", pa.string()),
         ]
     )
-    pq.write_table(pa.Table.from_pandas(receiver, schema=schema, preserve_index=False), paths["receiver_path"])
-    pq.write_table(pa.Table.from_pandas(sender, schema=schema, preserve_index=False), paths["sender_path"])
+    for frame, path in ((receiver, paths["receiver_path"]), (sender, paths["sender_path"])):
+        pq.write_table(pa.Table.from_pandas(frame, schema=schema, preserve_index=False), path)
     return {"receiver": receiver, "sender": sender, **paths}
 
 
@@ -222,7 +222,10 @@ def run_pair(
     base = free_ports(lanes)
     common = {"lane_ports": base, "deadline": 120, "idle_timeout": 30, **common}
     sender.start(
-        data["sender_path"], column, connect=f"127.0.0.1:{port}", **{**common, **(sender_opts or {})}
+        data["sender_path"],
+        column,
+        connect=f"127.0.0.1:{port}",
+        **{**common, **(sender_opts or {})},
     )
     df = spark.read.parquet(str(data["receiver_path"]))
     try:

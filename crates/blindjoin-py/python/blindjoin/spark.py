@@ -371,7 +371,10 @@ def _item_batch(table: pa.Table | None) -> pa.RecordBatch:
             [pa.array([], pa.binary()), pa.array([], pa.int32())], names=[_ITEM, _BUCKET]
         )
     return pa.RecordBatch.from_arrays(
-        [table.column(_ITEM_COLUMN).combine_chunks(), table.column(_BUCKET_COLUMN).combine_chunks()],
+        [
+            table.column(_ITEM_COLUMN).combine_chunks(),
+            table.column(_BUCKET_COLUMN).combine_chunks(),
+        ],
         names=[_ITEM, _BUCKET],
     )
 
@@ -566,7 +569,9 @@ def _run(
         raise ValueError(f"lane_ports={base} leaves no room for {lanes} lanes below port 65536")
     if lane_host is not None:
         if receiver:
-            raise ValueError("lane_host is the sender's: the receiver's lanes listen on listen's host")
+            raise ValueError(
+                "lane_host is the sender's: the receiver's lanes listen on listen's host"
+            )
         if not isinstance(lane_host, str) or not lane_host:
             raise TypeError("lane_host must be a host name or address")
         host = lane_host
