@@ -1,7 +1,8 @@
 """The Spark work of a ``blindjoin.spark`` run without its protocol: the floor under
 ``spark_vs_cli.py``'s Spark time on the same files.
 
-    python spark_floor.py a.csv b.csv [--reps 3] [--buckets 16] [--lanes 2]
+    python spark_floor.py --bin target/release/blindjoin a.csv b.csv [--reps 3]
+        [--buckets 16] [--lanes 2]
 
 Each party, on a ``local[2]`` Spark of its own (the sender in a child process, both at once as
 in ``spark_vs_cli.py``), does what ``blindjoin.spark`` does around the protocol:
@@ -11,12 +12,14 @@ in ``spark_vs_cli.py``), does what ``blindjoin.spark`` does around the protocol:
   rows without a key and repartitions the rows into the lanes' partitions;
 - runs one barrier stage of K tasks, each taking its lane's rows into Python as the lane task
   does; instead of running the buckets' sessions, a receiver's task keeps the distinct keys of
-  about half of its rows (those whose item starts with a byte below 0x80: the size of the real
-  intersection of these files);
+  about a quarter of its rows (those whose item starts with a byte below 0x40: the share of the
+  intersection in ``blindjoin gen``'s files);
 - the receiver then finds its rows by the same left semi-join on those keys and materialises
   them (``localCheckpoint``).
 
-Prints each run's receiver time and the median.
+Each repetition first times the command's bucketed run on the same files (as
+``spark_vs_cli.py`` does), then the floor. Prints each run and the medians over the runs after
+the first (the first pays the Spark sessions' warm-up).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from spark_vs_cli import MARK, read, sender_line, spark_session  # noqa: E402
+from spark_vs_cli import MARK, cli_run, read, sender_line, spark_session  # noqa: E402
 
 
 def floor(spark: Any, path: str, receiver: bool, buckets: int, lanes: int) -> float:
@@ -71,14 +74,16 @@ def floor(spark: Any, path: str, receiver: bool, buckets: int, lanes: int) -> fl
         if not receiver:
             return
         items = table.column(bs._ITEM_COLUMN).combine_chunks()
-        half = pc.less(pc.binary_slice(items, 0, 1), pa.scalar(b"\x80"))
-        found = table.filter(half).select(["email"]).group_by(["email"]).aggregate([])
+        quarter = pc.less(pc.binary_slice(items, 0, 1), pa.scalar(b"\x40"))
+        found = table.filter(quarter).select(["email"]).group_by(["email"]).aggregate([])
         yield from found.rename_columns(["k0"]).to_batches()
 
     if receiver:
         schema = StructType([StructField("k0", StringType())])
         found = staged.mapInArrow(task, schema, barrier=True).localCheckpoint(eager=True)
-        matched = df.join(found, df["email"] == found["k0"], "left_semi")
+        # As blindjoin.spark decides: a broadcast join when the keys found are few.
+        right = F.broadcast(found) if found.count() <= bs._BROADCAST else found
+        matched = df.join(right, df["email"] == right["k0"], "left_semi")
         matched.localCheckpoint(eager=True)
     else:
         staged.mapInArrow(task, "k0 string", barrier=True).collect()
@@ -96,6 +101,7 @@ def serve_sender(buckets: int, lanes: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--bin")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--buckets", type=int, default=16)
     ap.add_argument("--lanes", type=int, default=2)
@@ -116,17 +122,23 @@ def main() -> None:
     )
     spark = spark_session("blindjoin-floor-receiver")
     assert sender_line(sender) == {"ready": True}
-    times = []
+    times, cli_times = [], []
+    out = os.path.abspath("spark_floor.out.csv")
     for rep in range(args.reps):
+        cli = cli_run(args.bin, args.a, args.b, out, args.buckets, args.lanes)
         assert sender.stdin is not None
         sender.stdin.write(json.dumps({"data": os.path.abspath(args.b)}) + "\n")
         sender.stdin.flush()
         seconds = floor(spark, os.path.abspath(args.a), True, args.buckets, args.lanes)
         sent = sender_line(sender)
         times.append(seconds)
-        print(f"run {rep + 1}: receiver {seconds:.2f} s, sender {sent['seconds']:.2f} s",
-              flush=True)
-    print(f"median: {statistics.median(times):.2f} s")
+        cli_times.append(cli)
+        print(f"run {rep + 1}: command {cli:.2f} s, floor: receiver {seconds:.2f} s, sender "
+              f"{sent['seconds']:.2f} s ({seconds / cli:.2f}x)", flush=True)
+    warm, warm_cli = times[1:] or times, cli_times[1:] or cli_times
+    floor_s, cli_s = statistics.median(warm), statistics.median(warm_cli)
+    print(f"median after the first run: command {cli_s:.2f} s, floor {floor_s:.2f} s "
+          f"({floor_s / cli_s:.2f}x)")
     sender.stdin.close()
     sender.wait()
 
