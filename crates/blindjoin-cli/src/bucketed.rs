@@ -488,7 +488,7 @@ pub fn bucket_session(
 
 /// The base-OT pool of lane `w` of a run (see [`blindjoin_ot::ext::base_pool`]): keyed by the
 /// run's session and the lane; the receiver leads.
-fn lane_pool_of(session: &Session, w: usize, receiver: bool) -> Arc<BasePool> {
+fn lane_base_ots(session: &Session, w: usize, receiver: bool) -> Arc<BasePool> {
     let mut sid = [0u8; 32];
     for (half, out) in sid.chunks_mut(16).enumerate() {
         let label = format!("blindjoin/bucketed run/base OT pool/lane {w}/{half}");
@@ -759,7 +759,7 @@ pub fn run<'a, C: Channel>(
     let run_lane = |ch: &mut dyn Channel, w: usize| -> CliResult<(Vec<u64>, u64)> {
         let mut found = Vec::new();
         let mut matched = 0u64;
-        let pool = lane_pool_of(session_ref, w, receiver);
+        let pool = lane_base_ots(session_ref, w, receiver);
         for &p in todo.iter().skip(w).step_by(b.parallel) {
             let mut bucket = split.load(p)?;
             let (positions, bucket_id) = run_bucket(

@@ -347,30 +347,13 @@ mod tests {
             },
             input: Fingerprint::of(&input).unwrap(),
         };
-        dir.save_spill(spill).unwrap();
+        dir.save_spill(spill.clone()).unwrap();
         // A spill without a run manifest is an unfinished start: opened again, it is cleared.
         let dir2 = RunDir::open(&path).unwrap();
         assert!(dir2.resuming().is_none());
         assert!(!path.join(SPILL_JSON).exists());
 
         let mut dir = dir2;
-        let spill = SpillState {
-            key: key_hex(&key),
-            buckets: 4,
-            counts: vec![1, 0, 0, 0],
-            rows: 1,
-            empty_keys: 0,
-            duplicate_rows: 0,
-            source: RowSource {
-                path: input.clone(),
-                format: crate::input::Format::Csv,
-                columns: vec!["id".into()],
-                key_columns: vec![0],
-                chunks: Vec::new(),
-                rows: 1,
-            },
-            input: Fingerprint::of(&input).unwrap(),
-        };
         dir.save_spill(spill).unwrap();
         dir.save_run(RunState {
             run_id: "ab".repeat(32),
