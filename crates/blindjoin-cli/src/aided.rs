@@ -90,23 +90,40 @@ pub struct AidedArgs {
     /// Accept only the server with this certificate fingerprint (sha256:HEX).
     #[arg(long, value_name = "sha256:HEX", conflicts_with = "server_ca")]
     pub server_fingerprint: Option<Fingerprint>,
-    /// Accept a server whose certificate this CA (PEM) issued for the host connected to.
-    #[arg(long, value_name = "FILE")]
+    /// Accept a server whose certificate this CA (PEM) issued for --server-name (needs it; no
+    /// revocation is checked).
+    #[arg(long, value_name = "FILE", requires = "server_name")]
     pub server_ca: Option<PathBuf>,
-    /// Accept only clients with these certificate fingerprints (party 1: one per other client,
-    /// repeat the option or separate by commas; parties 2 to N: party 1's).
+    /// With --server-ca: the DNS name the server's certificate must carry.
+    #[arg(long, value_name = "NAME", requires = "server_ca")]
+    pub server_name: Option<String>,
+    /// Accept only clients with these certificate fingerprints. Party 1: one per other client,
+    /// each with the party index it plays (`2=sha256:HEX,3=sha256:HEX`; the index may be left
+    /// out with 2 clients); repeat the option or separate by commas. Parties 2 to N: party 1's
+    /// (`sha256:HEX` or `1=sha256:HEX`).
     #[arg(
         long,
-        value_name = "sha256:HEX",
+        value_name = "[I=]sha256:HEX",
         value_delimiter = ',',
         conflicts_with = "peer_ca"
     )]
-    pub peer_fingerprint: Vec<Fingerprint>,
-    /// Accept clients whose certificates this CA (PEM) issued.
-    #[arg(long, value_name = "FILE")]
+    pub peer_fingerprint: Vec<PeerPin>,
+    /// Accept clients whose certificates this CA (PEM) issued for the names of --peer-name
+    /// (needs it; no revocation is checked).
+    #[arg(long, value_name = "FILE", requires = "peer_name")]
     pub peer_ca: Option<PathBuf>,
+    /// With --peer-ca: the DNS name each other client's certificate must carry. Party 1: one per
+    /// other client with the party index it plays (`2=b.example,3=c.example`; the index may be
+    /// left out with 2 clients). Parties 2 to N: party 1's name.
+    #[arg(
+        long,
+        value_name = "[I=]NAME",
+        value_delimiter = ',',
+        requires = "peer_ca"
+    )]
+    pub peer_name: Vec<String>,
     /// Use plain TCP (no TLS) on non-loopback addresses.
-    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key", "server_fingerprint", "server_ca", "peer_fingerprint", "peer_ca"])]
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key", "server_fingerprint", "server_ca", "server_name", "peer_fingerprint", "peer_ca", "peer_name"])]
     pub plaintext: bool,
     /// The whole run (waiting for the other clients and the server included) must end within
     /// this time.
@@ -125,6 +142,45 @@ pub struct AidedArgs {
     /// Write a JSON run report to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+}
+
+/// A pinned client certificate, with the party index it plays if given (`2=sha256:HEX`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerPin {
+    /// The party index bound to the certificate.
+    pub party: Option<u32>,
+    /// The certificate's fingerprint.
+    pub fingerprint: Fingerprint,
+}
+
+impl std::str::FromStr for PeerPin {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once('=') {
+            Some((i, fp)) => {
+                let party = i
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&i| i >= 1)
+                    .ok_or_else(|| {
+                        format!(
+                            "`{}` is not a party index (write I=sha256:HEX, I from 1)",
+                            blindjoin_core::error::peer_text(i)
+                        )
+                    })?;
+                Ok(PeerPin {
+                    party: Some(party),
+                    fingerprint: fp.parse()?,
+                })
+            }
+            None => Ok(PeerPin {
+                party: None,
+                fingerprint: s.parse()?,
+            }),
+        }
+    }
 }
 
 /// The report of one client's run (`--json`).
@@ -214,6 +270,8 @@ impl AidedArgs {
                 )));
             }
         }
+        self.slots()?;
+        self.names()?;
         if self.run.is_empty()
             || self.run.len() > MAX_RUN_ID
             || !self.run.bytes().all(|b| b.is_ascii_graphic())
@@ -225,13 +283,128 @@ impl AidedArgs {
         self.keys.check_columns()
     }
 
+    /// Party 1: the party index bound to each pinned client certificate. With 2 clients an
+    /// unindexed pin is party 2's; with more, every pin needs its index, each index from 2 to N
+    /// once, and one certificate plays one party. Parties 2 to N pin party 1 only.
+    pub fn slots(&self) -> CliResult<Vec<([u8; 32], u32)>> {
+        let pins = &self.peer_fingerprint;
+        if self.party != 1 {
+            if pins.len() > 1 || pins.iter().any(|p| p.party.is_some_and(|i| i != 1)) {
+                return Err(CliError::Usage(format!(
+                    "party {} connects to party 1 only: give party 1's certificate, \
+                     --peer-fingerprint sha256:HEX",
+                    self.party
+                )));
+            }
+            return Ok(Vec::new());
+        }
+        if pins.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut slots = Vec::with_capacity(pins.len());
+        for pin in pins {
+            let party = match pin.party {
+                Some(i) => i,
+                None if self.of == 2 && pins.len() == 1 => 2,
+                None => {
+                    return Err(CliError::Usage(format!(
+                        "party 1 of {} binds each client's certificate to the party it plays: \
+                         give --peer-fingerprint 2=sha256:HEX,3=sha256:HEX…",
+                        self.of
+                    )));
+                }
+            };
+            if !(2..=self.of).contains(&party) {
+                return Err(CliError::Usage(format!(
+                    "--peer-fingerprint {party}=…: the other clients are parties 2 to {}",
+                    self.of
+                )));
+            }
+            if slots.iter().any(|&(_, p)| p == party) {
+                return Err(CliError::Usage(format!(
+                    "--peer-fingerprint names party {party} twice"
+                )));
+            }
+            if slots.iter().any(|&(f, _)| f == pin.fingerprint.0) {
+                return Err(CliError::Usage(format!(
+                    "--peer-fingerprint gives {} to two parties: one certificate, one party",
+                    pin.fingerprint
+                )));
+            }
+            slots.push((pin.fingerprint.0, party));
+        }
+        if slots.len() != self.of as usize - 1 {
+            return Err(CliError::Usage(format!(
+                "party 1 of {} pins the {} other clients: give --peer-fingerprint for each \
+                 (I=sha256:HEX)",
+                self.of,
+                self.of - 1
+            )));
+        }
+        Ok(slots)
+    }
+
+    /// With --peer-ca: the name each other client's certificate must carry, with the party
+    /// index it plays (party 1; parties 2 to N name party 1, index 1), checked as
+    /// [`AidedArgs::slots`] checks pins.
+    pub fn names(&self) -> CliResult<Vec<(u32, String)>> {
+        let mut out: Vec<(u32, String)> = Vec::new();
+        for entry in &self.peer_name {
+            let (party, name) = match entry.split_once('=') {
+                Some((i, name)) => (
+                    Some(i.trim().parse::<u32>().map_err(|_| {
+                        CliError::Usage(format!(
+                            "--peer-name {entry}: write I=NAME, I a party index"
+                        ))
+                    })?),
+                    name.trim().to_owned(),
+                ),
+                None => (None, entry.trim().to_owned()),
+            };
+            let party = match (self.party, party) {
+                (1, Some(i)) if (2..=self.of).contains(&i) => i,
+                (1, None) if self.of == 2 && self.peer_name.len() == 1 => 2,
+                (1, _) => {
+                    return Err(CliError::Usage(format!(
+                        "party 1 of {} names each other client with the party it plays: give \
+                         --peer-name 2=NAME,3=NAME… (parties 2 to {})",
+                        self.of, self.of
+                    )));
+                }
+                (_, None | Some(1)) if self.peer_name.len() == 1 => 1,
+                (i, _) => {
+                    return Err(CliError::Usage(format!(
+                        "party {i} connects to party 1 only: give party 1's name, --peer-name NAME"
+                    )));
+                }
+            };
+            if out.iter().any(|(p, n)| *p == party || *n == name) {
+                return Err(CliError::Usage(format!(
+                    "--peer-name gives party {party} or the name {name} twice: one name, one party"
+                )));
+            }
+            out.push((party, name));
+        }
+        if self.peer_ca.is_some() && self.party == 1 && out.len() != self.of as usize - 1 {
+            return Err(CliError::Usage(format!(
+                "party 1 of {} names the {} other clients: give --peer-name I=NAME for each",
+                self.of,
+                self.of - 1
+            )));
+        }
+        Ok(out)
+    }
+
     /// The link configurations: to the server, and between the clients.
     fn link_configs(&self) -> CliResult<(LinkConfig, LinkConfig)> {
         let limits = Limits::new(self.deadline, self.idle_timeout);
         let identity = (self.tls_cert.as_deref(), self.tls_key.as_deref());
         let server_peer = match (&self.server_fingerprint, &self.server_ca) {
             (Some(f), _) => Some(PeerCheck::Pinned(*f)),
-            (_, Some(ca)) => Some(PeerCheck::Ca(tls::load_certs(ca)?)),
+            (_, Some(ca)) => Some(PeerCheck::Ca {
+                roots: tls::load_certs(ca)?,
+                names: self.server_name.iter().cloned().collect(),
+            }),
             _ => None,
         };
         let server = TlsChoice {
@@ -243,10 +416,15 @@ impl AidedArgs {
         }
         .config(&self.server, limits)?;
         let client_peer = match (&self.peer_fingerprint[..], &self.peer_ca) {
-            ([], Some(ca)) => Some(PeerCheck::Ca(tls::load_certs(ca)?)),
+            ([], Some(ca)) => Some(PeerCheck::Ca {
+                roots: tls::load_certs(ca)?,
+                names: self.names()?.into_iter().map(|(_, n)| n).collect(),
+            }),
             ([], None) => None,
-            ([one], _) => Some(PeerCheck::Pinned(*one)),
-            (many, _) => Some(PeerCheck::AnyOf(many.to_vec())),
+            ([one], _) => Some(PeerCheck::Pinned(one.fingerprint)),
+            (many, _) => Some(PeerCheck::AnyOf(
+                many.iter().map(|p| p.fingerprint).collect(),
+            )),
         };
         let addr = self
             .peers_listen
@@ -310,6 +488,25 @@ fn connect(
             peers: peers?,
         })
     })
+}
+
+/// Party 1 with --peer-ca: the party each client's link plays, by the name its certificate
+/// carries (each link authenticated under the CA for one of the names).
+fn named_slots(links: &[Link], names: &[(u32, String)]) -> CliResult<Vec<([u8; 32], u32)>> {
+    use blindjoin_core::channel::Channel;
+    let mut slots = Vec::with_capacity(links.len());
+    for link in links {
+        let Some(id) = link.peer_identity() else {
+            continue;
+        };
+        let Some(&(party, _)) = names.iter().find(|(_, n)| link.peer_is_named(n)) else {
+            return Err(CliError::Usage(
+                "a client's certificate carries none of the names of --peer-name".into(),
+            ));
+        };
+        slots.push((id, party));
+    }
+    Ok(slots)
 }
 
 /// Runs `blindjoin aided`.
@@ -389,14 +586,14 @@ pub fn run(a: &AidedArgs) -> CliResult<()> {
         .unwrap_or_else(|| default_max_peer_size(keyed.items.len()));
     opts.progress = Some(bars.party(label));
     let mut server = Metered::new(server);
-    let peer_links = Peers::of(a.party, &mut peers);
-    let mut aided = AidedLinks {
-        run: a.run.clone(),
-        party: a.party,
-        parties: a.of,
-        peers: peer_links,
-        server: &mut server,
+    let slots = match a.peer_ca {
+        Some(_) if a.party == 1 => named_slots(&peers, &a.names()?)?,
+        _ => a.slots()?,
     };
+    let peer_links = Peers::of(a.party, &mut peers);
+    let mut aided = AidedLinks::new(a.run.clone(), (a.party, a.of), peer_links, &mut server);
+    aided.identity = peer_cfg.tls.as_ref().map(|t| t.ours.0);
+    aided.slots = slots;
     let out = match &a.sort_dir {
         Some(dir) => {
             let ext = External {

@@ -243,13 +243,7 @@ pub fn run_client(a: &AidedClientArgs) -> CliResult<()> {
     let mut server = Metered::new(server);
     let (cpu0, t0) = (process_cpu_seconds(), Instant::now());
     let peer_links = Peers::of(a.party, &mut peers);
-    let mut links = AidedLinks {
-        run: a.run.clone(),
-        party: a.party,
-        parties: a.of,
-        peers: peer_links,
-        server: &mut server,
-    };
+    let mut links = AidedLinks::new(a.run.clone(), (a.party, a.of), peer_links, &mut server);
     let opts = RunOptions {
         max_peer_set_size: a.size as u64,
         ..RunOptions::default()
@@ -329,7 +323,14 @@ impl ServerProcess {
             .map_err(|e| blindjoin_core::Error::io("cannot find the blindjoin executable", e))?;
         let mut child = Command::new(exe)
             .args(["--threads", &threads.to_string(), "server", "-q"])
-            .args(["--listen", "127.0.0.1:0", "--store", store])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--store",
+                store,
+                "--memory",
+                "none",
+            ])
             .args(["--run-timeout", "1h", "--idle-timeout", "1h"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

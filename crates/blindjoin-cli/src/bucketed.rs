@@ -261,9 +261,52 @@ pub struct Party<'o> {
     pub opts: &'o RunOptions,
     /// How the run is split.
     pub buckets: Buckets,
-    /// The most distinct items the peer may announce (`None`: [`default_max_peer_size`] of
-    /// ours).
+    /// The most distinct items the peer may announce, or for a receiver the most guessed keys
+    /// it may test ([`receiver_queries`]; `None`: [`default_max_queries`] of ours).
     pub max_peer: Option<u64>,
+}
+
+/// What a receiver announcing `n_recv` distinct keys can test against a sender of `n_send` in
+/// a run of `buckets` buckets of `protocol`: one session's query budget
+/// ([`Protocol::queries`]), or with B > 1 buckets, B sessions each padded to the public
+/// maximum (at the buckets' λ).
+pub fn receiver_queries(
+    protocol: &Protocol,
+    (n_recv, n_send): (u64, u64),
+    buckets: u32,
+    opts: &RunOptions,
+) -> u64 {
+    let lambda = if buckets > 1 {
+        opts.lambda + buckets.next_power_of_two().trailing_zeros()
+    } else {
+        opts.lambda
+    };
+    let sizes = |n_recv, n_send| blindjoin_psi::protocol::Sizes {
+        n_recv,
+        n_send,
+        kappa: opts.kappa,
+        lambda,
+        sigma: opts.sigma,
+    };
+    if buckets <= 1 {
+        return (protocol.queries)(&sizes(n_recv, n_send)).unwrap_or(n_recv);
+    }
+    let f = f64::from(opts.lambda);
+    let (r, s) = (max_load(n_recv, buckets, f), max_load(n_send, buckets, f));
+    (protocol.queries)(&sizes(r, s))
+        .unwrap_or(r)
+        .saturating_mul(u64::from(buckets))
+}
+
+/// The default bound on what a receiver may test: what one announcing max(2^20, 4 × our
+/// distinct keys) could ([`default_max_peer_size`], [`receiver_queries`]).
+pub fn default_max_queries(protocol: &Protocol, own: u64, buckets: u32, opts: &RunOptions) -> u64 {
+    receiver_queries(
+        protocol,
+        (default_max_peer_size(own as usize), own),
+        buckets,
+        opts,
+    )
 }
 
 /// The handshake parameters naming a bucketed run (`extra`: further parameters both sides must
@@ -388,7 +431,9 @@ impl Plan {
         o.on_session = None;
         o.progress = None;
         o.expected_peer_set_size = Some(peer_max);
-        o.max_peer_set_size = peer_max;
+        // The run bounded the receiver's queries over all buckets (`agree`); a bucket's session
+        // accepts its pinned size whatever that size's budget.
+        o.max_peer_set_size = u64::MAX;
         o.lambda = opts.lambda + buckets.count.next_power_of_two().trailing_zeros();
         o.key_params.push(("run".to_owned(), run_id.to_owned()));
         Plan {
@@ -431,11 +476,27 @@ pub fn agree<C: Channel + ?Sized>(
         peer
     };
     let peer_role = if receiver { "sender" } else { "receiver" };
-    let max_peer = max_peer.unwrap_or_else(|| default_max_peer_size(n as usize));
-    if peer_n > max_peer {
+    let max_peer =
+        max_peer.unwrap_or_else(|| default_max_queries(party.protocol, n, b.count, opts));
+    // The sender bounds what the receiver can test: every bucket padded to its public
+    // maximum, each a session of the protocol's query budget.
+    let tested = if receiver {
+        peer_n
+    } else {
+        receiver_queries(party.protocol, (peer_n, n), b.count, opts)
+    };
+    if tested > max_peer {
         return Err(Error::ParamMismatch {
             field: format!("{peer_role} set size"),
-            ours: format!("at most {max_peer}"),
+            ours: if tested > peer_n {
+                format!(
+                    "a receiver that can test at most {max_peer} guessed keys (this one could \
+                     test {tested} in {} buckets of {})",
+                    b.count, party.protocol.name
+                )
+            } else {
+                format!("at most {max_peer}")
+            },
             peer: peer_n.to_string(),
         }
         .into());

@@ -395,7 +395,8 @@ pub fn parse_bytes(s: &str) -> Result<Option<u64>, String> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Budget(pub Option<u64>);
 
-fn parse_budget(s: &str) -> Result<Budget, String> {
+/// Parses a memory budget: bytes with a unit (`4G`, `512M`), or `none` for no limit.
+pub fn parse_budget(s: &str) -> Result<Budget, String> {
     parse_bytes(s).map(Budget)
 }
 

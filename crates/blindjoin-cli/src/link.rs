@@ -74,10 +74,14 @@ pub struct NetOpts {
     /// the peer's `blindjoin keygen`).
     #[arg(long, value_name = "sha256:HEX", conflicts_with = "peer_ca")]
     pub peer_fingerprint: Option<Fingerprint>,
-    /// Accept a peer whose certificate this CA (PEM) issued; a server's must also name the host
-    /// connected to.
-    #[arg(long, value_name = "FILE")]
+    /// Accept a peer whose certificate this CA (PEM) issued for --peer-name (needs it; no
+    /// revocation is checked).
+    #[arg(long, value_name = "FILE", requires = "peer_name")]
     pub peer_ca: Option<PathBuf>,
+    /// With --peer-ca: the DNS name the peer's certificate must carry (its subjectAltName),
+    /// whichever side listens.
+    #[arg(long, value_name = "NAME", requires = "peer_ca")]
+    pub peer_name: Option<String>,
     /// Use plain TCP (no TLS) on a non-loopback address: anyone on the path can read and change
     /// the traffic, and anyone who connects first becomes the peer.
     #[arg(long, conflicts_with_all = ["tls_cert", "tls_key", "peer_cert", "peer_fingerprint", "peer_ca"])]
@@ -121,7 +125,10 @@ impl NetOpts {
         let peer = match (&self.peer_fingerprint, &self.peer_cert, &self.peer_ca) {
             (Some(f), _, _) => Some(PeerCheck::Pinned(*f)),
             (_, Some(p), _) => Some(PeerCheck::Pinned(Fingerprint::of(&tls::load_cert(p)?))),
-            (_, _, Some(ca)) => Some(PeerCheck::Ca(tls::load_certs(ca)?)),
+            (_, _, Some(ca)) => Some(PeerCheck::Ca {
+                roots: tls::load_certs(ca)?,
+                names: self.peer_name.iter().cloned().collect(),
+            }),
             _ => None,
         };
         let addr = self
@@ -135,7 +142,7 @@ impl NetOpts {
             peer,
             plaintext: self.plaintext,
             peer_flags: "--peer-fingerprint (from the peer's `blindjoin keygen`), --peer-cert or \
-                         --peer-ca",
+                         --peer-ca with --peer-name",
         };
         tls.config(addr, limits)
     }

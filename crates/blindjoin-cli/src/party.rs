@@ -436,9 +436,9 @@ pub fn run_party(
         opts.key_params
             .push(("key_fields".to_owned(), p.key_fields.to_string()));
     }
-    opts.max_peer_set_size = p
-        .max_peer_size
-        .unwrap_or_else(|| default_max_peer_size(items.len()));
+    opts.max_peer_set_size = p.max_peer_size.unwrap_or_else(|| {
+        crate::bucketed::default_max_queries(p.protocol, items.len() as u64, 1, &opts)
+    });
     let mut ch = Transcript::new(Metered::new(link));
     let mut rng = rand::rng();
     let mut bucketed = None;
@@ -686,11 +686,9 @@ pub fn run_cli(
     opts.progress = Some(bars.party(label));
     if matches!(role, CliRole::Sender) {
         let b = bars.clone();
+        let (protocol, buckets, budget_opts) = (o.protocol, o.buckets, opts.clone());
         opts.on_session = Some(Arc::new(move |s| {
-            b.println(&format!(
-                "the receiver announced {} distinct keys; running the protocol",
-                s.receiver_size
-            ));
+            b.println(&announced_line(protocol, s, buckets, &budget_opts));
         }));
     }
     let receiver = matches!(role, CliRole::Receiver { .. });
@@ -730,6 +728,33 @@ pub fn run_cli(
     }
     eprintln!("{}", summary_line(&report));
     Ok(())
+}
+
+/// The sender's line once the receiver's size is known: the size it announced and, where the
+/// protocol or the buckets let a receiver test more, how many guessed keys it can test.
+pub fn announced_line(
+    protocol: &Protocol,
+    s: &blindjoin_core::handshake::Session,
+    buckets: u32,
+    opts: &RunOptions,
+) -> String {
+    let n = s.receiver_size;
+    let tested =
+        crate::bucketed::receiver_queries(protocol, (n, s.sender_size), buckets.max(1), opts);
+    if tested > n {
+        format!(
+            "the receiver announced {n} distinct keys, so it can test up to {tested} guessed keys \
+             against ours ({}{}); running the protocol",
+            protocol.name,
+            if buckets > 1 {
+                format!(", {buckets} buckets")
+            } else {
+                String::new()
+            }
+        )
+    } else {
+        format!("the receiver announced {n} distinct keys; running the protocol")
+    }
 }
 
 /// Writes a report as pretty JSON, atomically.

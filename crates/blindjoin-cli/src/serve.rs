@@ -40,6 +40,16 @@ pub struct ServerArgs {
     /// Clients served at once; more are closed at once.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_connections: usize,
+    /// Connections one client (one certificate; on plain TCP, one address) may have open at
+    /// once; a run lives only while one of its clients is connected, so this bounds the runs a
+    /// client can hold open too.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_client_connections: usize,
+    /// The most memory the server holds for all runs together: the labels of `--store memory`,
+    /// kmrs_fair's openings, kmrs_size's relabelling (e.g. 4G, 512M; `none` for no limit). A
+    /// client whose run would exceed it is refused when it joins, before any label arrives.
+    #[arg(long, value_name = "BYTES", default_value = "4G", value_parser = crate::cli::parse_budget)]
+    pub memory: crate::cli::Budget,
     /// Close a client connection when no data has moved for this long.
     #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = parse_duration)]
     pub idle_timeout: Duration,
@@ -58,11 +68,21 @@ pub struct ServerArgs {
         conflicts_with = "client_ca"
     )]
     pub client_fingerprint: Vec<Fingerprint>,
-    /// Accept clients whose certificates this CA (PEM) issued.
-    #[arg(long, value_name = "FILE")]
+    /// Accept clients whose certificates this CA (PEM) issued for one of --client-name (needs
+    /// it; no revocation is checked).
+    #[arg(long, value_name = "FILE", requires = "client_name")]
     pub client_ca: Option<PathBuf>,
+    /// With --client-ca: the DNS names a client's certificate may carry (its subjectAltName);
+    /// repeat the option or separate by commas.
+    #[arg(
+        long,
+        value_name = "NAME",
+        value_delimiter = ',',
+        requires = "client_ca"
+    )]
+    pub client_name: Vec<String>,
     /// Use plain TCP (no TLS) on a non-loopback address.
-    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key", "client_fingerprint", "client_ca"])]
+    #[arg(long, conflicts_with_all = ["tls_cert", "tls_key", "client_fingerprint", "client_ca", "client_name"])]
     pub plaintext: bool,
     /// Only errors and the start line on stderr (no line per client).
     #[arg(long, short)]
@@ -106,13 +126,16 @@ fn redis_store(_url: &str, _run_timeout: Duration) -> CliResult<Arc<dyn Store>> 
 
 /// Runs `blindjoin server` until the process is stopped.
 pub fn run(a: &ServerArgs) -> CliResult<()> {
-    if a.max_connections == 0 {
+    if a.max_connections == 0 || a.max_client_connections == 0 {
         return Err(CliError::Usage(
-            "--max-connections must be at least 1".into(),
+            "--max-connections and --max-client-connections must be at least 1".into(),
         ));
     }
     let peer = match (&a.client_fingerprint[..], &a.client_ca) {
-        ([], Some(ca)) => Some(PeerCheck::Ca(tls::load_certs(ca)?)),
+        ([], Some(ca)) => Some(PeerCheck::Ca {
+            roots: tls::load_certs(ca)?,
+            names: a.client_name.clone(),
+        }),
         ([], None) => None,
         ([one], _) => Some(PeerCheck::Pinned(*one)),
         (many, _) => Some(PeerCheck::AnyOf(many.to_vec())),
@@ -130,6 +153,8 @@ pub fn run(a: &ServerArgs) -> CliResult<()> {
         ServerConfig {
             run_timeout: a.run_timeout,
             max_labels: a.max_labels,
+            memory: a.memory.0,
+            max_client_connections: a.max_client_connections,
             ..ServerConfig::default()
         },
     ));
@@ -163,7 +188,7 @@ pub fn run(a: &ServerArgs) -> CliResult<()> {
         let spawned = std::thread::Builder::new()
             .name("client".into())
             .spawn(move || {
-                match server.serve(&mut link) {
+                match server.serve(&mut link, &from.ip().to_string()) {
                     Ok((run, party)) if !quiet => {
                         eprintln!("run {run}: party {party} ({from}) has its result");
                     }

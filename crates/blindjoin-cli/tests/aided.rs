@@ -614,26 +614,20 @@ fn drive(addr: &str, first_run: usize, rounds: usize, parallel: usize) {
                         let addr = addr.to_owned();
                         move || {
                             let mut server = connect_retrying(&addr, &cfg);
-                            let mut links = AidedLinks {
-                                run: run2,
-                                party: 2,
-                                parties: 2,
-                                peers: Peers::Member(&mut m),
-                                server: &mut server,
-                            };
+                            let mut links =
+                                AidedLinks::new(run2, (2, 2), Peers::Member(&mut m), &mut server);
                             p.client(&mut links, &s2, &RunOptions::default(), &mut rand::rng())
                                 .unwrap()
                                 .indices
                         }
                     });
                     let mut server = connect_retrying(addr, cfg);
-                    let mut links = AidedLinks {
+                    let mut links = AidedLinks::new(
                         run,
-                        party: 1,
-                        parties: 2,
-                        peers: Peers::Leader(vec![&mut l as &mut dyn Channel]),
-                        server: &mut server,
-                    };
+                        (1, 2),
+                        Peers::Leader(vec![&mut l as &mut dyn Channel]),
+                        &mut server,
+                    );
                     let got = p
                         .client(&mut links, s1, &RunOptions::default(), &mut rand::rng())
                         .unwrap()
@@ -663,7 +657,7 @@ fn rss_kb(pid: u32) -> u64 {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_thousand_runs_on_one_server_leave_its_memory_where_it_was() {
-    let server = Listening::server(&["-q"]);
+    let server = Listening::server(&["-q", "--max-client-connections", "256"]);
     drive(&server.addr, 0, 1, 100);
     std::thread::sleep(Duration::from_millis(300));
     let before = rss_kb(server.child.id());
@@ -675,4 +669,317 @@ fn a_thousand_runs_on_one_server_leave_its_memory_where_it_was() {
         "server RSS grew from {before} kB to {after} kB over 900 runs"
     );
     server.kill();
+}
+
+/// `blindjoin keygen --out DIR/NAME`: the key, the certificate and the printed fingerprint.
+fn keygen(dir: &Path, name: &str) -> (PathBuf, PathBuf, String) {
+    let base = dir.join(name);
+    let out = bin().args(["keygen", "--out", s(&base)]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let fp = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    (base.with_extension("key"), base.with_extension("crt"), fp)
+}
+
+/// Clients and a server that authenticate each other by pinned certificates: a three-client
+/// run whose party 1 binds parties 2 and 3 to their certificates writes the exact rows; a
+/// client that connects twice with one certificate (to play parties 2 and 3 and learn its
+/// two-way intersection with party 1) is refused by party 1 before any key is sent, and no
+/// client writes an output; a client that claims party 2's slot on the server with its own
+/// certificate is refused, and the run it tried to take completes.
+#[test]
+fn party_slots_are_bound_to_certificates_on_the_links_and_the_server() {
+    use blindjoin_core::channel::clock::Limits;
+    use blindjoin_core::channel::tls::{Identity, PeerCheck, TlsConfig};
+    use blindjoin_core::channel::{FrameReceiver, recv_msg, send_msg};
+    use blindjoin_core::transport::{self, LinkConfig};
+    use blindjoin_psi::protocols::server_aided::wire::{
+        MSG_STATUS, MSG_SUBMIT, Status, Submit, WIRE_VERSION,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (srv_key, srv_crt, srv_fp) = keygen(dir.path(), "srv");
+    let ids: Vec<(PathBuf, PathBuf, String)> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|n| keygen(dir.path(), n))
+        .collect();
+    let pins = ids
+        .iter()
+        .map(|i| i.2.as_str())
+        .collect::<Vec<_>>()
+        .join(",");
+    let server = Listening::server(&[
+        "-q",
+        "--tls-cert",
+        s(&srv_crt),
+        "--tls-key",
+        s(&srv_key),
+        "--client-fingerprint",
+        &pins,
+    ]);
+    let sets = three_sets();
+    let inputs: Vec<PathBuf> = (0..3)
+        .map(|i| {
+            let p = dir.path().join(format!("in{i}.csv"));
+            write_csv(&p, &sets[i], &[]);
+            p
+        })
+        .collect();
+    // Client `who` (index into ids) as party `party` of `of`.
+    let tls = |who: usize, extra: &mut Vec<String>| {
+        extra.extend(
+            [
+                "--tls-cert",
+                s(&ids[who].1),
+                "--tls-key",
+                s(&ids[who].0),
+                "--server-fingerprint",
+                &srv_fp,
+            ]
+            .map(str::to_owned),
+        );
+    };
+    let start = |run: &str, players: &[usize], outputs: &[PathBuf]| -> Vec<Output> {
+        let n = players.len() as u32;
+        let mut leader = client_args(&server.addr, run, 1, n, &inputs[0], &outputs[0]);
+        tls(players[0], &mut leader);
+        let bound: Vec<String> = (2..=n)
+            .map(|p| format!("{p}={}", ids[p as usize - 1].2))
+            .collect();
+        leader.extend(["--peer-fingerprint".into(), bound.join(",")]);
+        leader.extend(["--peers-listen".into(), "127.0.0.1:0".into()]);
+        let refs: Vec<&str> = leader.iter().map(String::as_str).collect();
+        let leader = Listening::start(&refs, "party 1: listening on ");
+        let members: Vec<Child> = (2..=n)
+            .map(|p| {
+                let i = p as usize - 1;
+                let mut a = client_args(&server.addr, run, p, n, &inputs[i], &outputs[i]);
+                tls(players[i], &mut a);
+                a.extend(["--peer-fingerprint".into(), ids[players[0]].2.clone()]);
+                a.extend(["--peer".into(), leader.addr.clone()]);
+                bin()
+                    .args(&a)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let Listening {
+            mut child, mut err, ..
+        } = leader;
+        let status = child.wait().unwrap();
+        let mut rest = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut rest).unwrap();
+        let mut outs = vec![Output {
+            status,
+            stdout: Vec::new(),
+            stderr: rest,
+        }];
+        outs.extend(members.into_iter().map(|m| m.wait_with_output().unwrap()));
+        outs
+    };
+    let hs: Vec<HashSet<u32>> = sets.iter().map(|s| s.iter().copied().collect()).collect();
+
+    // The honest three-client run.
+    let outputs: Vec<PathBuf> = (0..3)
+        .map(|i| dir.path().join(format!("ok{i}.csv")))
+        .collect();
+    let outs = start("bound", &[0, 1, 2], &outputs);
+    assert_ok(&outs);
+    for i in 0..3 {
+        let got = std::fs::read_to_string(&outputs[i]).unwrap();
+        assert_eq!(got, expected_rows(&inputs[i], &hs), "party {}", i + 1);
+    }
+
+    // Client b plays parties 2 and 3.
+    let outputs: Vec<PathBuf> = (0..3)
+        .map(|i| dir.path().join(format!("sybil{i}.csv")))
+        .collect();
+    let outs = start("sybil", &[0, 1, 1], &outputs);
+    let leader_err = String::from_utf8_lossy(&outs[0].stderr);
+    assert!(!outs[0].status.success());
+    assert!(
+        leader_err.contains(&format!(
+            "the client with certificate {} claimed party 3's slot, but it is party 2",
+            ids[1].2
+        )) || leader_err.contains(&format!("is {}, not the pinned", ids[1].2)),
+        "{leader_err}"
+    );
+    for (i, o) in outs.iter().enumerate() {
+        assert!(!o.status.success(), "party {} succeeded", i + 1);
+        assert!(!outputs[i].exists(), "party {} wrote an output", i + 1);
+    }
+
+    // Client d, pinned by the server but not part of run `squat`, claims party 2's slot before
+    // the clients come: with the run's certificates as its own claim it is refused; with
+    // certificates of its own it lands in a run of its own.
+    let me = Identity::load(&ids[3].1, &ids[3].0).unwrap();
+    let cfg = LinkConfig::tls(
+        TlsConfig::new(&me, &PeerCheck::Pinned(srv_fp.parse().unwrap())).unwrap(),
+        Limits::new(Duration::from_secs(30), Duration::from_secs(30)),
+    );
+    let fp = |i: usize| {
+        ids[i]
+            .2
+            .parse::<blindjoin_core::channel::tls::Fingerprint>()
+            .unwrap()
+            .0
+    };
+    let squat = |identities: Vec<[u8; 32]>| {
+        let mut link = transport::connect(&server.addr, &cfg, &mut |_| {}).unwrap();
+        let submit = Submit {
+            version: WIRE_VERSION,
+            protocol: "kmrs_semi".into(),
+            run: "squat".into(),
+            party: 2,
+            parties: 2,
+            label_len: 6,
+            count: 300,
+            params: vec![
+                ("parties".into(), "2".into()),
+                ("run".into(), "squat".into()),
+            ],
+            sizes: vec![300, 300],
+            identities,
+        };
+        send_msg(&mut link, MSG_SUBMIT, &submit).unwrap();
+        let status: Status = recv_msg(&mut link, MSG_STATUS, 1024).unwrap();
+        (link, status)
+    };
+    let (_, refused) = squat(vec![fp(0), fp(1)]);
+    assert_eq!(
+        refused,
+        Status::Refused(format!(
+            "party 2 of run squat is bound to the certificate {}, and this connection is \
+             authenticated by {}",
+            ids[1].2, ids[3].2
+        ))
+    );
+    let (mut held, accepted) = squat(vec![fp(0), fp(3)]);
+    assert_eq!(accepted, Status::Accepted);
+    let outputs: Vec<PathBuf> = (0..2)
+        .map(|i| dir.path().join(format!("squat{i}.csv")))
+        .collect();
+    let outs = start("squat", &[0, 1], &outputs);
+    assert_ok(&outs);
+    for i in 0..2 {
+        let got = std::fs::read_to_string(&outputs[i]).unwrap();
+        assert_eq!(got, expected_rows(&inputs[i], &hs[..2]), "party {}", i + 1);
+    }
+    let _ = held.recv(MSG_STATUS, 0);
+    drop(held);
+    server.kill();
+}
+
+/// One client (here: every connection from 127.0.0.2, as plain TCP counts clients by address)
+/// opens as many connections as the server allows it and trickles a byte of labels every
+/// 200 ms on each; one more is refused at once. Meanwhile 100 two-client runs at once from
+/// another address all get their exact results, and every trickling connection is cut at its
+/// deadline (the run timeout from the run's creation, plus as much again for the answer).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_trickling_client_holds_only_its_own_connections_and_is_cut_at_its_deadline() {
+    use blindjoin_core::channel::clock::Limits;
+    use blindjoin_core::channel::tcp::TcpChannel;
+    use blindjoin_core::channel::{FrameReceiver, FrameSender, recv_msg, send_msg};
+    use blindjoin_core::transport::{LINK_HELLO, MSG_LINK_HELLO};
+    use blindjoin_psi::protocols::server_aided::wire::{
+        MSG_STATUS, MSG_SUBMIT, Status, Submit, WIRE_VERSION,
+    };
+    use std::io::Write;
+    const ALLOWED: usize = 256;
+    let server = Listening::server(&[
+        "-q",
+        "--run-timeout",
+        "3s",
+        "--max-client-connections",
+        &ALLOWED.to_string(),
+    ]);
+    let addr: std::net::SocketAddr = server.addr.parse().unwrap();
+    let open = |k: usize| -> (TcpChannel, Status) {
+        let sock = socket2_bind_connect(addr);
+        let mut ch = TcpChannel::new(
+            sock,
+            Limits::new(Duration::from_secs(60), Duration::from_secs(60)),
+        )
+        .unwrap();
+        ch.send(MSG_LINK_HELLO, LINK_HELLO).unwrap();
+        assert_eq!(ch.recv(MSG_LINK_HELLO, 64).unwrap(), LINK_HELLO);
+        let run = format!("trickle-{k}");
+        let submit = Submit {
+            version: WIRE_VERSION,
+            protocol: "kmrs_semi".into(),
+            run: run.clone(),
+            party: 1,
+            parties: 2,
+            label_len: 8,
+            count: 1000,
+            params: vec![("parties".into(), "2".into()), ("run".into(), run)],
+            sizes: vec![1000, 1000],
+            identities: Vec::new(),
+        };
+        send_msg(&mut ch, MSG_SUBMIT, &submit).unwrap();
+        let status: Status = recv_msg(&mut ch, MSG_STATUS, 1024).unwrap();
+        (ch, status)
+    };
+    let start = std::time::Instant::now();
+    let mut trickling = Vec::new();
+    for k in 0..ALLOWED {
+        let (ch, status) = open(k);
+        assert_eq!(status, Status::Accepted, "connection {k}");
+        trickling.push(ch);
+    }
+    let (_, refused) = open(ALLOWED);
+    assert_eq!(
+        refused,
+        Status::Refused(format!(
+            "this client already has {ALLOWED} connections to the server, its limit"
+        ))
+    );
+    // The trickle: a frame header of 8000 bytes, then a byte every 200 ms on each connection,
+    // until the server cuts it.
+    let sockets: Vec<std::net::TcpStream> = trickling.iter().map(|c| c.socket().unwrap()).collect();
+    let trickler = std::thread::spawn(move || {
+        let mut open: Vec<std::net::TcpStream> = sockets;
+        for s in &mut open {
+            let _ = s.write_all(&8000u32.to_le_bytes());
+        }
+        let mut rounds = 0;
+        while !open.is_empty() && rounds < 300 {
+            open.retain_mut(|s| s.write_all(&[1]).is_ok());
+            std::thread::sleep(Duration::from_millis(200));
+            rounds += 1;
+        }
+        (open.len(), rounds)
+    });
+    // 100 honest runs at once, from 127.0.0.1.
+    drive(&server.addr, 0, 1, 100);
+    let honest = start.elapsed();
+    let (still_open, rounds) = trickler.join().unwrap();
+    assert_eq!(
+        still_open, 0,
+        "trickling connections left open after {rounds} rounds"
+    );
+    // Each trickling connection ends with its run's refusal or the deadline's cut.
+    for mut ch in trickling {
+        while let Ok(Status::Waiting { .. }) = recv_msg::<Status>(&mut ch, MSG_STATUS, 1024) {}
+    }
+    eprintln!(
+        "100 honest runs beside {ALLOWED} trickling connections: {:.2} s; trickling cut after {:.1} s",
+        honest.as_secs_f64(),
+        f64::from(rounds) * 0.2
+    );
+    server.kill();
+}
+
+/// A TCP connection to `addr` from 127.0.0.2 (Linux routes all of 127/8 to loopback).
+fn socket2_bind_connect(addr: std::net::SocketAddr) -> std::net::TcpStream {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let from: std::net::SocketAddr = "127.0.0.2:0".parse().unwrap();
+    sock.bind(&from.into()).unwrap();
+    sock.connect(&addr.into()).unwrap();
+    sock.into()
 }

@@ -89,7 +89,8 @@ pub enum Link {
 }
 
 impl Link {
-    fn set_limits(&mut self, limits: Limits) {
+    /// Replaces the link's time limits (a server gives each client connection its own).
+    pub fn set_limits(&mut self, limits: Limits) {
         match self {
             Link::Tcp(c) => c.set_limits(limits),
             Link::Tls(c) => c.set_limits(limits),
@@ -109,6 +110,14 @@ impl Link {
     /// Whether the link is TLS.
     pub fn is_tls(&self) -> bool {
         matches!(self, Link::Tls(_))
+    }
+
+    /// Whether the peer authenticated with a certificate that carries the DNS name `name`.
+    pub fn peer_is_named(&self, name: &str) -> bool {
+        match self {
+            Link::Tcp(_) => false,
+            Link::Tls(c) => c.peer_is_named(name),
+        }
     }
 }
 
@@ -156,6 +165,20 @@ impl Channel for Link {
         match self {
             Link::Tcp(c) => c.binding(),
             Link::Tls(c) => c.binding(),
+        }
+    }
+
+    fn peer_identity(&self) -> Option<[u8; 32]> {
+        match self {
+            Link::Tcp(c) => c.peer_identity(),
+            Link::Tls(c) => c.peer_identity(),
+        }
+    }
+
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        match self {
+            Link::Tcp(c) => c.set_deadline(deadline),
+            Link::Tls(c) => c.set_deadline(deadline),
         }
     }
 }

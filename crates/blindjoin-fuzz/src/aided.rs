@@ -119,13 +119,12 @@ pub(crate) fn run_client<C: Channel>(
         };
         Peers::Member(link)
     };
-    let mut links = AidedLinks {
-        run: run_id(case.parties),
-        party: case.party,
-        parties: case.parties,
+    let mut links = AidedLinks::new(
+        run_id(case.parties),
+        (case.party, case.parties),
         peers,
         server,
-    };
+    );
     PROTOCOL
         .client(
             &mut links,
@@ -207,7 +206,7 @@ fn record_run(parties: u32) -> Recording {
             .map(|end| {
                 s.spawn(move || {
                     let mut rec = Recorder::new(end);
-                    let _ = server.serve(&mut rec);
+                    let _ = server.serve(&mut rec, "fuzz");
                     rec.received
                 })
             })
@@ -430,19 +429,19 @@ pub fn fuzz_aided_server(data: &[u8]) -> Outcome {
             }
             client.close();
             handles.push(s.spawn(move || {
-                let _ = server.serve(&mut server_end);
+                let _ = server.serve(&mut server_end, "fuzz");
             }));
             // The acceptance (or, if the recording were wrong, a refusal).
             let _ = recv_status(&mut client);
             honest_ends.push(client);
         }
         let (mut ours, peer) = queued(frames)?;
-        let out = server.serve(&mut ours).map(|_| ());
+        let out = server.serve(&mut ours, "fuzz").map(|_| ());
         drop((ours, peer));
         if let Some(c) = case {
             let submit = rec.sent_to_server(c.party);
             let (mut end, peer) = queued(submit.first().map(Vec::as_slice))?;
-            let _ = server.serve(&mut end);
+            let _ = server.serve(&mut end, "fuzz");
             drop((end, peer));
         }
         for h in handles {

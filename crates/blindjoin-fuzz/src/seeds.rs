@@ -608,7 +608,7 @@ fn aided_server_seeds() -> Vec<Seed> {
         }),
         ("err-no-receipt", p2[..p2.len() - 1].to_vec()),
         ("err-no-labels", vec![p2[0].clone()]),
-        ("ok-count-0", edited(&|s| s.count = 0, &[Vec::new()])),
+        ("err-count-0", edited(&|s| s.count = 0, &[Vec::new()])),
         ("err-version", edited(&|s| s.version += 1, rest)),
         (
             "err-protocol",
@@ -768,7 +768,11 @@ fn aided_key_seeds() -> Vec<Seed> {
             .and_then(|f| decoded(f, |ch| recv_msg::<KeyMsg>(ch, MSG_KEY, 1024)))
     };
     let key = |k: &KeyMsg, sizes: Vec<u64>| {
-        let msg = KeyMsg { key: k.key, sizes };
+        let msg = KeyMsg {
+            key: k.key,
+            sizes,
+            identities: Vec::new(),
+        };
         vec![frame_of(|ch| send_msg(ch, MSG_KEY, &msg))]
     };
     let party = |i: u32| vec![frame_of(|ch| send_msg(ch, MSG_PARTY, &i))];

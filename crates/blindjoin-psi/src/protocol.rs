@@ -320,9 +320,23 @@ pub struct Protocol {
     /// protocol refuses. Tests compare it with the metered traffic of real runs.
     #[serde(skip)]
     pub traffic: fn(&Sizes) -> Result<Traffic>,
+    /// The most items a receiver that announced `n_recv` items can test against the sender's
+    /// set in one run if it deviates: `n_recv` ([`announced`]) where the protocol holds it to
+    /// its announced set, more where its bound has slack (`rr17a`'s filter, the dual-execution
+    /// protocols' empty slots). A sender's [`RunOptions::max_peer_set_size`](crate::RunOptions)
+    /// bounds it. Protocols whose deviating receiver can test any key offline (`gbf`, `rgbf`,
+    /// `cm20`, `cm20_mal`, `naive`) have no such bound (docs/SECURITY.md); theirs is the
+    /// announced size, what an honest receiver tests.
+    #[serde(skip)]
+    pub queries: fn(&Sizes) -> Result<u64>,
     /// How the roles are run.
     #[serde(skip)]
     pub entry: Entry,
+}
+
+/// [`Protocol::queries`] of a protocol that holds the receiver to its announced set.
+pub fn announced(s: &Sizes) -> Result<u64> {
+    Ok(s.n_recv)
 }
 
 /// The handshake parameters with the default options, as a JSON object.
@@ -375,6 +389,34 @@ impl Protocol {
                         .join(", ")
                 ),
             })
+    }
+
+    /// The largest receiver set size whose query budget ([`Protocol::queries`]) stays within
+    /// `bound` against a sender of `sizes.n_send` items (`sizes.n_recv` is ignored): what a
+    /// sender bounded by `bound` accepts. `bound` itself for a protocol whose budget is the
+    /// announced size.
+    pub fn max_receiver_size(&self, bound: u64, sizes: &Sizes) -> u64 {
+        let fits = |n: u64| {
+            (self.queries)(&Sizes {
+                n_recv: n,
+                ..*sizes
+            })
+            .is_ok_and(|q| q <= bound)
+        };
+        if fits(bound) {
+            return bound;
+        }
+        // The budget grows with the announced size: the largest size that fits.
+        let (mut lo, mut hi) = (0u64, bound);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if fits(mid) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        lo
     }
 
     /// Whether the protocol leaks the sender's set and must be asked for explicitly.

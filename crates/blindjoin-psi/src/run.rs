@@ -432,8 +432,48 @@ impl<'a> Run<'a> {
         check_security(p, opts)?;
         let start = Instant::now();
         let params = (p.params)(opts);
-        let cfg = opts.session_config(p.name, role, set_size, params);
-        let session = handshake(ch, &cfg, rng)?;
+        let mut cfg = opts.session_config(p.name, role, set_size, params);
+        // A sender bounds what the receiver can test, which for some protocols is more than
+        // the receiver announces: the largest announced size within the bound.
+        let bound = cfg.max_peer_set_size;
+        let pinned_fits = |e: u64| {
+            let sizes = crate::protocol::Sizes {
+                n_recv: e,
+                n_send: set_size as u64,
+                kappa: opts.kappa,
+                lambda: opts.lambda,
+                sigma: opts.sigma,
+            };
+            (p.queries)(&sizes).is_ok_and(|q| q <= bound)
+        };
+        if role == Role::Sender && !opts.expected_peer_set_size.is_some_and(pinned_fits) {
+            let sizes = crate::protocol::Sizes {
+                n_recv: 0,
+                n_send: set_size as u64,
+                kappa: opts.kappa,
+                lambda: opts.lambda,
+                sigma: opts.sigma,
+            };
+            cfg.max_peer_set_size = p.max_receiver_size(bound, &sizes);
+        }
+        let session = match handshake(ch, &cfg, rng) {
+            Err(Error::ParamMismatch { field, peer, .. })
+                if role == Role::Sender
+                    && field == "receiver set size"
+                    && cfg.max_peer_set_size < bound =>
+            {
+                return Err(Error::ParamMismatch {
+                    field,
+                    ours: format!(
+                        "at most {} (in a {} run such a receiver can test up to {bound} \
+                         guessed keys, our bound)",
+                        cfg.max_peer_set_size, p.name
+                    ),
+                    peer,
+                });
+            }
+            other => other?,
+        };
         if let Some(hook) = &opts.on_session {
             hook(&session);
         }

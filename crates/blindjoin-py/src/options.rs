@@ -43,6 +43,7 @@ pub const OPTIONS: &[&str] = &[
     "peer_cert",
     "peer_fingerprint",
     "peer_ca",
+    "peer_name",
     "plaintext",
     "deadline",
     "idle_timeout",
@@ -185,6 +186,7 @@ impl Settings {
                 peer_cert: None,
                 peer_fingerprint: None,
                 peer_ca: None,
+                peer_name: None,
                 plaintext: false,
                 deadline: Duration::from_secs(2 * 3600),
                 idle_timeout: Duration::from_secs(5 * 60),
@@ -283,6 +285,7 @@ impl Settings {
                 "tls_key" => s.net.tls_key = Some(path("tls_key", v)?),
                 "peer_cert" => s.net.peer_cert = Some(path("peer_cert", v)?),
                 "peer_ca" => s.net.peer_ca = Some(path("peer_ca", v)?),
+                "peer_name" => s.net.peer_name = Some(string("peer_name", v)?),
                 "peer_fingerprint" => {
                     let text = string("peer_fingerprint", v)?;
                     s.net.peer_fingerprint =
@@ -333,10 +336,16 @@ impl Settings {
                 "give only one of peer_cert, peer_fingerprint and peer_ca",
             ));
         }
+        if n.peer_ca.is_some() != n.peer_name.is_some() {
+            return Err(PyValueError::new_err(
+                "peer_ca and peer_name go together: the peer's certificate must be issued by the \
+                 CA and carry the name (its subjectAltName)",
+            ));
+        }
         if n.plaintext && (n.tls_cert.is_some() || peers.contains(&true)) {
             return Err(PyValueError::new_err(
                 "plaintext=True excludes the TLS options (tls_cert, tls_key, peer_cert, \
-                 peer_fingerprint, peer_ca)",
+                 peer_fingerprint, peer_ca, peer_name)",
             ));
         }
         if self.protocol.is_insecure() && !self.insecure {

@@ -265,6 +265,14 @@ impl<C: Channel> Channel for Metered<C> {
         self.inner.binding()
     }
 
+    fn peer_identity(&self) -> Option<[u8; 32]> {
+        self.inner.peer_identity()
+    }
+
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.inner.set_deadline(deadline);
+    }
+
     fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
         let (rx, tx) = self.inner.split();
         let counters = &self.counters;

@@ -74,6 +74,20 @@ pub trait Channel: FrameSender + FrameReceiver {
     fn binding(&self) -> Option<[u8; 32]> {
         None
     }
+
+    /// The SHA-256 fingerprint of the certificate the peer authenticated with (TLS), or `None`
+    /// for a transport without peer authentication (plain TCP, in-memory). A server binds a
+    /// party's slot to it.
+    fn peer_identity(&self) -> Option<[u8; 32]> {
+        None
+    }
+
+    /// Moves the deadline of every later blocking read and write (`None`: no deadline; the idle
+    /// timeout stays). A server narrows a connection's time to its run's; transports without
+    /// time limits (in-memory) ignore it.
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        let _ = deadline;
+    }
 }
 
 /// Reads the rest of a `len`-byte payload into `buf` (which may already hold its first bytes),
@@ -147,6 +161,12 @@ impl<T: Channel + ?Sized> Channel for &mut T {
     fn binding(&self) -> Option<[u8; 32]> {
         (**self).binding()
     }
+    fn peer_identity(&self) -> Option<[u8; 32]> {
+        (**self).peer_identity()
+    }
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        (**self).set_deadline(deadline);
+    }
 }
 
 impl<T: Channel + ?Sized> Channel for Box<T> {
@@ -155,6 +175,12 @@ impl<T: Channel + ?Sized> Channel for Box<T> {
     }
     fn binding(&self) -> Option<[u8; 32]> {
         (**self).binding()
+    }
+    fn peer_identity(&self) -> Option<[u8; 32]> {
+        (**self).peer_identity()
+    }
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        (**self).set_deadline(deadline);
     }
 }
 

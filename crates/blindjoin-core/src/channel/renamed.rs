@@ -84,6 +84,14 @@ impl<C: Channel + ?Sized> Channel for Renamed<'_, C> {
     fn binding(&self) -> Option<[u8; 32]> {
         self.inner.binding()
     }
+
+    fn peer_identity(&self) -> Option<[u8; 32]> {
+        self.inner.peer_identity()
+    }
+
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.inner.set_deadline(deadline);
+    }
 }
 
 #[cfg(test)]

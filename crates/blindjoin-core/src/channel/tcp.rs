@@ -181,4 +181,9 @@ impl Channel for TcpChannel {
     fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
         (Box::new(&mut self.rx), Box::new(&mut self.tx))
     }
+
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        let idle = self.rx.stream.get_ref().limits().idle;
+        self.set_limits(Limits { deadline, idle });
+    }
 }

@@ -1,9 +1,13 @@
 //! TLS 1.3 channel between two parties that know each other's certificate (rustls, ring).
 //!
 //! Each party has a self-signed certificate ([`Identity::generate`]) and accepts exactly one
-//! peer: the certificate whose SHA-256 fingerprint it was given ([`PeerCheck::Pinned`]), or any
-//! certificate issued by an organisation's CA ([`PeerCheck::Ca`]). Both sides authenticate
-//! (mutual TLS); only TLS 1.3 is offered, and the server sends no session tickets.
+//! peer: the certificate whose SHA-256 fingerprint it was given ([`PeerCheck::Pinned`]), or a
+//! certificate issued by an organisation's CA that names the peer ([`PeerCheck::Ca`]: on both
+//! sides, the certificate must carry the expected DNS name in its subjectAltName, so that a
+//! CA that issues certificates to many parties does not let any of them pose as the peer).
+//! There is no revocation check: a certificate the CA issued is accepted until it expires.
+//! Both sides authenticate (mutual TLS); only TLS 1.3 is offered, and the server sends no
+//! session tickets.
 //!
 //! What TLS adds: the peer is the one you named, and nobody on the path reads or changes the
 //! bytes. It does not make the peer honest: what a deviating party can learn is the protocol's
@@ -180,9 +184,14 @@ pub enum PeerCheck {
     /// Any of the certificates with these fingerprints (a server-aided run's server and first
     /// client, each accepting several known parties).
     AnyOf(Vec<Fingerprint>),
-    /// A certificate issued by one of these CA certificates (and, for a server, naming the host
-    /// connected to).
-    Ca(Vec<CertificateDer<'static>>),
+    /// A certificate issued by one of `roots` that names one of `names` (DNS names in its
+    /// subjectAltName), whichever side listens.
+    Ca {
+        /// The CA certificates.
+        roots: Vec<CertificateDer<'static>>,
+        /// The names the peer's certificate may carry (at least one).
+        names: Vec<String>,
+    },
 }
 
 /// TLS settings of one party: its identity and the peer it accepts.
@@ -340,6 +349,145 @@ impl ClientCertVerifier for Pinned {
     }
 }
 
+/// A CA-issued certificate that must also name the peer (see [`PeerCheck::Ca`]): the CA's
+/// chain and usage checks (rustls's WebPKI verifiers), then the name.
+#[derive(Debug)]
+struct Named {
+    server: Arc<rustls::client::WebPkiServerVerifier>,
+    client: Arc<dyn ClientCertVerifier>,
+    names: Vec<ServerName<'static>>,
+}
+
+impl Named {
+    fn unnamed(&self) -> rustls::Error {
+        let want: Vec<String> = self.names.iter().map(|n| n.to_str().into_owned()).collect();
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
+            Arc::new(NameMismatch(want.join(" or "))),
+        )))
+    }
+}
+
+#[derive(Debug)]
+struct NameMismatch(String);
+
+impl fmt::Display for NameMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the peer's certificate is issued by the CA but does not name {}",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for NameMismatch {}
+
+impl ServerCertVerifier for Named {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+        let mut last = self.unnamed();
+        for name in &self.names {
+            match self
+                .server
+                .verify_server_cert(end_entity, intermediates, name, ocsp, now)
+            {
+                Ok(v) => return Ok(v),
+                Err(rustls::Error::InvalidCertificate(
+                    rustls::CertificateError::NotValidForName,
+                ))
+                | Err(rustls::Error::InvalidCertificate(
+                    rustls::CertificateError::NotValidForNameContext { .. },
+                )) => last = self.unnamed(),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.server.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.server.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.server.supported_verify_schemes()
+    }
+}
+
+impl ClientCertVerifier for Named {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        self.client.root_hint_subjects()
+    }
+
+    fn verify_client_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        now: UnixTime,
+    ) -> std::result::Result<ClientCertVerified, rustls::Error> {
+        let verified = self
+            .client
+            .verify_client_cert(end_entity, intermediates, now)?;
+        if self.names.iter().any(|n| names_peer(end_entity, n)) {
+            Ok(verified)
+        } else {
+            Err(self.unnamed())
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.client.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        self.client.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.client.supported_verify_schemes()
+    }
+}
+
+/// Whether the certificate `cert` (DER) names `name` in its subjectAltName.
+fn names_peer(cert: &CertificateDer<'_>, name: &ServerName<'_>) -> bool {
+    webpki::EndEntityCert::try_from(cert)
+        .is_ok_and(|ee| ee.verify_is_valid_for_subject_name(name).is_ok())
+}
+
+/// Whether the certificate `cert` (DER) carries the DNS name `name` in its subjectAltName.
+pub fn cert_names(cert: &CertificateDer<'_>, name: &str) -> bool {
+    ServerName::try_from(name).is_ok_and(|n| names_peer(cert, &n))
+}
+
 impl TlsConfig {
     /// The client and server configurations of a party with `identity` that accepts `peer`.
     pub fn new(identity: &Identity, peer: &PeerCheck) -> Result<Self> {
@@ -368,7 +516,27 @@ impl TlsConfig {
                     });
                     (v.clone(), v)
                 }
-                PeerCheck::Ca(certs) => {
+                PeerCheck::Ca {
+                    roots: certs,
+                    names,
+                } => {
+                    let names = names
+                        .iter()
+                        .map(|n| {
+                            ServerName::try_from(n.clone()).map_err(|_| {
+                                Error::Tls(format!(
+                                    "`{}` is not a DNS name a certificate can carry",
+                                    crate::error::peer_text(n)
+                                ))
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    if names.is_empty() {
+                        return Err(Error::Tls(
+                            "a CA-issued peer certificate is accepted only with the peer's name"
+                                .into(),
+                        ));
+                    }
                     let mut roots = rustls::RootCertStore::empty();
                     for c in certs {
                         roots
@@ -388,7 +556,12 @@ impl TlsConfig {
                     )
                     .build()
                     .map_err(|e| Error::Tls(format!("unusable CA certificate: {e}")))?;
-                    (sv, cv)
+                    let named = Arc::new(Named {
+                        server: sv,
+                        client: cv,
+                        names,
+                    });
+                    (named.clone(), named)
                 }
             };
 
@@ -448,6 +621,7 @@ pub struct TlsChannel {
     tx: TlsSender,
     binding: [u8; 32],
     peer: Fingerprint,
+    peer_cert: CertificateDer<'static>,
 }
 
 impl fmt::Debug for TlsChannel {
@@ -511,11 +685,12 @@ impl TlsChannel {
                 .map_err(|e| io_to_error(e, DURING, &limits))?;
         }
         conn.set_buffer_limit(None);
-        let peer = conn
+        let peer_cert = conn
             .peer_certificates()
             .and_then(|c| c.first())
-            .map(|c| Fingerprint::of(c))
+            .map(|c| c.clone().into_owned())
             .ok_or_else(|| Error::Tls("the peer presented no certificate".into()))?;
+        let peer = Fingerprint::of(&peer_cert);
         let binding = conn
             .export_keying_material([0u8; 32], EXPORTER_LABEL, None)
             .map_err(tls_err)?;
@@ -537,12 +712,18 @@ impl TlsChannel {
             },
             binding,
             peer,
+            peer_cert,
         })
     }
 
     /// The peer's certificate fingerprint.
     pub fn peer_fingerprint(&self) -> Fingerprint {
         self.peer
+    }
+
+    /// Whether the peer's certificate carries the DNS name `name` (see [`PeerCheck::Ca`]).
+    pub fn peer_is_named(&self, name: &str) -> bool {
+        cert_names(&self.peer_cert, name)
     }
 
     /// Replaces the time limits (after the listener's checks of a candidate peer).
@@ -691,5 +872,14 @@ impl Channel for TlsChannel {
 
     fn binding(&self) -> Option<[u8; 32]> {
         Some(self.binding)
+    }
+
+    fn peer_identity(&self) -> Option<[u8; 32]> {
+        Some(self.peer.0)
+    }
+
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        let idle = self.rx.sock.limits().idle;
+        self.set_limits(Limits { deadline, idle });
     }
 }

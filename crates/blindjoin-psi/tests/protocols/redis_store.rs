@@ -4,9 +4,7 @@
 //!
 //! `redis-server` must be on PATH (`bash scripts/test.sh` installs it on Debian).
 
-use crate::server_aided::{
-    expected, quick, raw_submit, refusal_after_waiting, run_clients, submit,
-};
+use crate::server_aided::{expected, quick, raw_submit, refusal_after_waiting, run_clients, sized};
 use blindjoin_core::Error;
 use blindjoin_core::channel::FrameSender;
 use blindjoin_psi::protocols::server_aided::redis_store::{
@@ -322,7 +320,7 @@ fn a_failed_run_leaves_no_key() {
     let redis = RedisServer::start();
     let srv = Arc::new(Server::new(Arc::new(redis.store(HOUR)), quick()));
     // Party 1 sends its labels and waits; party 2 is accepted, then its connection drops.
-    let (mut c1, st, h1) = raw_submit(&srv, &submit("gone", 1, 2));
+    let (mut c1, st, h1) = raw_submit(&srv, &sized("gone", 1, &[2, 1]));
     assert_eq!(st, Status::Accepted);
     c1.send(MSG_LABELS, &[[1u8; 8], [2; 8]].concat()).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -331,7 +329,7 @@ fn a_failed_run_leaves_no_key() {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(redis.dbsize(), 3);
-    let (c2, st, h2) = raw_submit(&srv, &submit("gone", 2, 1));
+    let (c2, st, h2) = raw_submit(&srv, &sized("gone", 2, &[2, 1]));
     assert_eq!(st, Status::Accepted);
     drop(c2);
     h2.join().unwrap();

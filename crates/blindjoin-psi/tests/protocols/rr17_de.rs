@@ -143,3 +143,38 @@ fn altered_masks_only_lose_matches() {
         assert_subset(&got, &expected, expected.len());
     }
 }
+
+/// A receiver may fill the empty slots of its bins, so it can test m·B_R items, not the n1 it
+/// announced: a sender bounds that, not the announced size. Bounded at exactly m·B_R of an
+/// announced 1000 the run goes on; bounded at 1000 the sender refuses the receiver in the
+/// handshake, naming the budget.
+#[test]
+fn the_senders_bound_is_on_what_the_receiver_can_test() {
+    let (r, s) = blindjoin_testkit::sets_with_overlap(1000, 1200, 300, 5);
+    let recv = blindjoin_core::item::items_from_records(&r);
+    let send = blindjoin_core::item::items_from_records(&s);
+    let budget = (P.queries)(&Sizes::new(1000, 1200)).unwrap();
+    // m = ⌈1200/8⌉ bins of B_R slots.
+    let slots = blindjoin_psi::hashing::max_bin_size(1000, 150, 40).unwrap() as u64;
+    assert_eq!(budget, 150 * slots);
+    assert!(budget > 1000, "{budget}");
+    // The largest announced size within a bound of `budget` is exactly 1000's budget or more.
+    let limit = P.max_receiver_size(budget, &Sizes::new(0, 1200));
+    assert!(limit >= 1000);
+    assert!((P.queries)(&Sizes::new(limit, 1200)).unwrap() <= budget);
+    assert!((P.queries)(&Sizes::new(limit + 1, 1200)).unwrap() > budget);
+    let bounded = |max| blindjoin_psi::RunOptions {
+        max_peer_set_size: max,
+        ..fast()
+    };
+    let (r, s) = common::run(P, &recv, &send, &fast(), &bounded(budget));
+    assert!(r.is_ok() && s.is_ok(), "{r:?} {s:?}");
+    let (r, s) = common::run(P, &recv, &send, &fast(), &bounded(1000));
+    let want = format!(
+        "parameter mismatch on `receiver set size`: ours is at most {} (in a rr17_de run such a \
+         receiver can test up to 1000 guessed keys, our bound), the peer's is 1000",
+        P.max_receiver_size(1000, &Sizes::new(0, 1200))
+    );
+    assert_eq!(s.unwrap_err().to_string(), want);
+    assert!(r.is_err());
+}

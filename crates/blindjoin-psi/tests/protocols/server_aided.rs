@@ -34,9 +34,12 @@ fn server(cfg: ServerConfig) -> (Arc<Server>, Arc<MemoryStore>) {
     (Arc::new(Server::new(store.clone(), cfg)), store)
 }
 
+/// A server that tells waiting clients often, and whose runs time out after 30 s rather than
+/// 10 minutes (a test whose client fails before the other joins waits that long at most).
 pub(crate) fn quick() -> ServerConfig {
     ServerConfig {
         keepalive: Duration::from_millis(50),
+        run_timeout: Duration::from_secs(30),
         ..ServerConfig::default()
     }
 }
@@ -106,8 +109,10 @@ fn run_tampered(
     std::thread::scope(|s| {
         for (i, end) in server_ends.drain(..).enumerate() {
             let mut end = wrap(Side::Server(i), end);
+            // Each client its own address for the server's per-client limit.
+            let addr = format!("{run}/{i}");
             s.spawn(move || {
-                let _ = server.serve(&mut *end);
+                let _ = server.serve(&mut *end, &addr);
             });
         }
         let mut handles = Vec::new();
@@ -130,13 +135,8 @@ fn run_tampered(
                     (_, Some(m)) => Peers::Member(m),
                     _ => unreachable!(),
                 };
-                let mut links = AidedLinks {
-                    run: run.to_owned(),
-                    party,
-                    parties: n as u32,
-                    peers,
-                    server: &mut *to_server,
-                };
+                let mut links =
+                    AidedLinks::new(run.to_owned(), (party, n as u32), peers, &mut *to_server);
                 let out = p.client(&mut links, &items, opts, &mut rng(seed + party as u64));
                 // A failed client closes its links, as a process that exits would.
                 drop(links);
@@ -269,23 +269,36 @@ pub(crate) fn raw_submit(
     let (mut c, mut s) = memory_pair(Duration::from_secs(10));
     let srv = srv.clone();
     let h = std::thread::spawn(move || {
-        let _ = srv.serve(&mut s);
+        let _ = srv.serve(&mut s, "test");
     });
     send_msg(&mut c, MSG_SUBMIT, submit).unwrap();
     let st = recv_status(&mut c).unwrap();
     (c, st, h)
 }
 
+/// A `kmrs_semi` submit hello of party `party` of 2 in run `run`, both parties announcing
+/// `count` keys.
 pub(crate) fn submit(run: &str, party: u32, count: u64) -> Submit {
+    sized(run, party, &[count, count])
+}
+
+/// A `kmrs_semi` submit hello of party `party` of `sizes.len()` in run `run`, the parties
+/// announcing `sizes` (party `party` sends its own count of labels).
+pub(crate) fn sized(run: &str, party: u32, sizes: &[u64]) -> Submit {
     Submit {
         version: WIRE_VERSION,
         protocol: kmrs_semi::NAME.to_owned(),
         run: run.to_owned(),
         party,
-        parties: 2,
+        parties: sizes.len() as u32,
         label_len: 8,
-        count,
-        params: vec![("parties".into(), "2".into()), ("run".into(), run.into())],
+        count: sizes.get(party as usize - 1).copied().unwrap_or(0),
+        params: vec![
+            ("parties".into(), sizes.len().to_string()),
+            ("run".into(), run.into()),
+        ],
+        sizes: sizes.to_vec(),
+        identities: Vec::new(),
     }
 }
 
@@ -312,22 +325,10 @@ fn the_server_refuses_what_does_not_fit_the_run() {
     // Party 1 joins and waits.
     let (c1, st, h1) = raw_submit(&srv, &submit("r", 1, 2));
     assert_eq!(st, Status::Accepted);
-    // A second party 1, a different label length, a different parameter, n, the version, an
-    // unknown protocol, a party outside 1..=n.
+    // A second party 1, n without a size for each party, the version, an unknown protocol, a
+    // party outside 1..=n, a run id with a space, a count over the server's limit.
     let (_, st, _) = raw_submit(&srv, &submit("r", 1, 2));
     assert!(refusal(st).contains("party 1 of run r has already joined"));
-    let (_, st, _) = raw_submit(
-        &srv,
-        &Submit {
-            label_len: 9,
-            ..submit("r", 2, 2)
-        },
-    );
-    assert!(refusal(st).contains("label_len = 8"));
-    let mut other = submit("r", 2, 2);
-    other.params[1].1 = "s".into();
-    let (_, st, _) = raw_submit(&srv, &other);
-    assert!(refusal(st).contains("has run ="));
     let (_, st, _) = raw_submit(
         &srv,
         &Submit {
@@ -335,7 +336,7 @@ fn the_server_refuses_what_does_not_fit_the_run() {
             ..submit("r", 2, 2)
         },
     );
-    assert!(refusal(st).contains("parties = 2"));
+    assert_eq!(refusal(st), "2 set sizes for 3 parties");
     let (_, st, _) = raw_submit(
         &srv,
         &Submit {
@@ -370,6 +371,186 @@ fn the_server_refuses_what_does_not_fit_the_run() {
     h1.join().unwrap();
     assert_eq!(srv.runs(), 0);
     assert!(store.is_empty());
+}
+
+/// A client submits exactly the labels its announced set size makes, whatever else it
+/// claims: 10 keys announced to the other clients, 2^32 labels (or 11) submitted, is refused
+/// before any label arrives (`kmrs_semi`: one label per key; `kmrs_mal`: copies per key and the
+/// dummy sets).
+#[test]
+fn a_client_cannot_submit_more_labels_than_its_announced_size_makes() {
+    let (srv, store) = server(quick());
+    for count in [11, 1 << 32] {
+        let (_, st, h) = raw_submit(
+            &srv,
+            &Submit {
+                count,
+                ..sized("guess", 1, &[10, 10])
+            },
+        );
+        h.join().unwrap();
+        assert_eq!(
+            refusal(st),
+            format!(
+                "party 1 announced 10 distinct keys to the other clients, which make 10 labels \
+                 in a kmrs_semi run, not {count}"
+            )
+        );
+    }
+    let mal = |party: u32, count: u64| Submit {
+        protocol: kmrs_mal::NAME.into(),
+        count,
+        params: vec![
+            ("copies".into(), "3".into()),
+            ("dummies".into(), "4".into()),
+            ("parties".into(), "2".into()),
+            ("run".into(), "guess".into()),
+        ],
+        ..sized("guess", party, &[10, 20])
+    };
+    // 3 copies of each key and the dummy sets D0 and D_i of 4 labels each.
+    assert_eq!(kmrs_mal::label_count(20, 3, 4, 2).unwrap(), 68);
+    let (_, st, h) = raw_submit(&srv, &mal(2, 69));
+    h.join().unwrap();
+    assert!(
+        refusal(st).contains("party 2 announced 20 distinct keys to the other clients, which make 68 labels in a kmrs_mal run, not 69"),
+    );
+    let (c, st, h) = raw_submit(&srv, &mal(2, 68));
+    assert_eq!(st, Status::Accepted);
+    drop(c);
+    h.join().unwrap();
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
+
+/// A client that claims 2^32 labels of 16 bytes for a `kmrs_size` run (64 GiB, and its
+/// relabelling) is refused when it joins, in one line, before any label arrives; the server
+/// has reserved nothing afterwards and serves the next run.
+#[test]
+fn a_claim_beyond_the_servers_memory_is_refused_when_the_client_joins() {
+    let (srv, store) = server(quick());
+    // The largest kmrs_size party-1 set below 2^32 labels at the defaults (3 copies, 2^20
+    // dummies in each of 2 sets).
+    let size = ((1u64 << 32) - (1 << 21)) / 3;
+    let count = kmrs_mal::label_count(size, 3, 1 << 20, 2).unwrap();
+    let claim = Submit {
+        protocol: kmrs_size::NAME.into(),
+        label_len: 16,
+        count,
+        params: vec![
+            ("copies".into(), "3".into()),
+            ("dummies".into(), (1u64 << 20).to_string()),
+            ("parties".into(), "2".into()),
+            ("run".into(), "huge".into()),
+        ],
+        ..sized("huge", 1, &[size, 1])
+    };
+    let (_, st, h) = raw_submit(&srv, &claim);
+    h.join().unwrap();
+    let why = refusal(st);
+    assert!(
+        why.starts_with("the run needs 192.0 GiB of this server's memory for this client, and 4.0 GiB of its 4.0 GiB are free"),
+        "{why}"
+    );
+    assert_eq!(srv.memory_used(), 0);
+    assert_eq!(srv.runs(), 0);
+    // The server goes on: an honest run completes with its exact rows.
+    let (a, b) = sets_with_overlap(40, 30, 12, 7);
+    let out = run_clients(&srv, "after", &[a.clone(), b.clone()]);
+    assert_eq!(out[0].as_ref().unwrap().indices, oracle(&a, &b));
+    assert_eq!(out[1].as_ref().unwrap().indices, oracle(&b, &a));
+    assert_eq!(srv.memory_used(), 0);
+    assert!(store.is_empty());
+}
+
+/// A client whose parameters differ from the run's (another label length, another run
+/// parameter, other set sizes: what a squatter who knows the run id submits) lands in a run of
+/// its own: it takes no honest client's slot, and the honest run completes.
+#[test]
+fn a_client_with_other_parameters_cannot_take_a_slot_of_the_run() {
+    let (srv, store) = server(quick());
+    let squatters = [
+        Submit {
+            label_len: 9,
+            ..submit("r", 2, 2)
+        },
+        {
+            let mut other = submit("r", 2, 2);
+            other
+                .params
+                .push(("key check".into(), "0000000000000000".into()));
+            other
+        },
+        sized("r", 2, &[2, 3]),
+    ];
+    let mut held = Vec::new();
+    for s in &squatters {
+        let (c, st, h) = raw_submit(&srv, s);
+        assert_eq!(st, Status::Accepted);
+        held.push((c, h));
+    }
+    assert_eq!(srv.runs(), 3);
+    let (mut c1, st, h1) = raw_submit(&srv, &submit("r", 1, 2));
+    assert_eq!(st, Status::Accepted);
+    let (mut c2, st, h2) = raw_submit(&srv, &submit("r", 2, 2));
+    assert_eq!(st, Status::Accepted);
+    c1.send(MSG_LABELS, &[[1u8; 8], [3; 8]].concat()).unwrap();
+    c2.send(MSG_LABELS, &[[2u8; 8], [3; 8]].concat()).unwrap();
+    for c in [&mut c1, &mut c2] {
+        loop {
+            match recv_status(c).unwrap() {
+                Status::Waiting { .. } => {}
+                Status::Result { matches } => {
+                    assert_eq!(matches, 1);
+                    break;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            blindjoin_core::channel::FrameReceiver::recv(c, MSG_BITS, 16).unwrap(),
+            vec![0b10]
+        );
+        c.send(
+            blindjoin_psi::protocols::server_aided::wire::MSG_RECEIVED,
+            &[],
+        )
+        .unwrap();
+    }
+    h1.join().unwrap();
+    h2.join().unwrap();
+    for (c, h) in held {
+        drop(c);
+        h.join().unwrap();
+    }
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
+
+/// A run that times out while clients with other parameters wait for the same run id says
+/// so: the likely cause is a client started with other options.
+#[test]
+fn a_timed_out_run_names_the_submissions_with_other_parameters() {
+    let (srv, _) = server(ServerConfig {
+        run_timeout: Duration::from_millis(300),
+        ..quick()
+    });
+    let (mut c1, st, h1) = raw_submit(&srv, &submit("x", 1, 2));
+    assert_eq!(st, Status::Accepted);
+    c1.send(MSG_LABELS, &[[1u8; 8], [3; 8]].concat()).unwrap();
+    let (mut c2, st, h2) = raw_submit(&srv, &sized("x", 2, &[2, 3]));
+    assert_eq!(st, Status::Accepted);
+    c2.send(MSG_LABELS, &[[2u8; 8], [3; 8], [4; 8]].concat())
+        .unwrap();
+    let why = refusal_after_waiting(&mut c1);
+    assert!(
+        why.contains("1 of 2 parties sent their labels within the run timeout of 300 ms; 1 other submission(s) for run x carry other parameters"),
+        "{why}"
+    );
+    h1.join().unwrap();
+    let _ = refusal_after_waiting(&mut c2);
+    h2.join().unwrap();
+    assert_eq!(srv.runs(), 0);
 }
 
 #[test]
@@ -440,10 +621,10 @@ fn a_run_that_does_not_complete_in_time_fails_and_is_forgotten() {
 /// store holds), `before` while both parties are in, is 0 afterwards.
 fn disconnect_mid_labels(store: Arc<dyn Store>, held: &dyn Fn() -> usize, before: usize) {
     let srv = Arc::new(Server::new(store, quick()));
-    let (mut c1, st, h1) = raw_submit(&srv, &submit("d", 1, 1));
+    let (mut c1, st, h1) = raw_submit(&srv, &sized("d", 1, &[1, 1000]));
     assert_eq!(st, Status::Accepted);
     c1.send(MSG_LABELS, &[5; 8]).unwrap();
-    let (mut c2, st, h2) = raw_submit(&srv, &submit("d", 2, 1000));
+    let (mut c2, st, h2) = raw_submit(&srv, &sized("d", 2, &[1, 1000]));
     assert_eq!(st, Status::Accepted);
     let labels: Vec<u8> = (0..100u64).flat_map(|v| v.to_be_bytes()).collect();
     c2.send(MSG_LABELS, &labels).unwrap();
@@ -1183,7 +1364,15 @@ fn size_a_cheating_server_is_caught() {
         idx.reverse();
         *f = idx.concat();
     };
-    let srv = Server::new(Arc::new(MemoryStore::new()), quick());
+    // A client that fails before the other joins leaves it waiting for the run timeout (the
+    // server cannot tell that it will not come back): short here.
+    let srv = Server::new(
+        Arc::new(MemoryStore::new()),
+        ServerConfig {
+            run_timeout: Duration::from_secs(3),
+            ..quick()
+        },
+    );
     let run = |side, target, attack| {
         run_two(
             &srv,
@@ -1246,17 +1435,25 @@ fn size_a_cheating_server_is_caught() {
 #[test]
 fn size_the_server_refuses_labels_from_party_2() {
     let (srv, _) = server(quick());
-    let hello = |protocol: &str, party, parties, count| Submit {
+    let hello = |protocol: &str, party, parties: u32, count| Submit {
         protocol: protocol.into(),
         party,
         parties,
-        ..submit("r", party, count)
+        count,
+        params: vec![
+            ("copies".into(), "3".into()),
+            ("dummies".into(), "4".into()),
+        ],
+        ..sized("r", party, &vec![10; parties as usize])
     };
     let (_c, st, h) = raw_submit(&srv, &hello(kmrs_size::NAME, 2, 2, 10));
     h.join().unwrap();
     let why = refusal(st);
     assert!(
-        why.contains("party 2 of a kmrs_size run sends the server no labels, not 10"),
+        why.contains(
+            "party 2 announced 10 distinct keys to the other clients, which make 0 labels in a \
+             kmrs_size run, not 10"
+        ),
         "{why}"
     );
     for p in [kmrs_size::NAME, kmrs_fair::NAME] {
@@ -1305,17 +1502,12 @@ fn an_external_sort_client_gets_the_rows_of_the_in_memory_client() {
         let run = format!("ext-{k}");
         let (o1, o2) = std::thread::scope(|s| {
             let srv = &srv;
-            s.spawn(move || srv.serve(&mut e1));
-            s.spawn(move || srv.serve(&mut e2));
+            s.spawn(move || srv.serve(&mut e1, "test"));
+            s.spawn(move || srv.serve(&mut e2, "test"));
             let run1 = run.clone();
             let h1 = s.spawn(move || {
-                let mut links = AidedLinks {
-                    run: run1,
-                    party: 1,
-                    parties: 2,
-                    peers: Peers::Leader(vec![&mut l1]),
-                    server: &mut s1,
-                };
+                let mut links =
+                    AidedLinks::new(run1, (1, 2), Peers::Leader(vec![&mut l1]), &mut s1);
                 run_semi_external(
                     &mut links,
                     &mut SliceSource::new(&ia),
@@ -1325,13 +1517,7 @@ fn an_external_sort_client_gets_the_rows_of_the_in_memory_client() {
                 )
             });
             let h2 = s.spawn(move || {
-                let mut links = AidedLinks {
-                    run,
-                    party: 2,
-                    parties: 2,
-                    peers: Peers::Member(&mut l2),
-                    server: &mut s2,
-                };
+                let mut links = AidedLinks::new(run, (2, 2), Peers::Member(&mut l2), &mut s2);
                 P.client(&mut links, &ib, &RunOptions::default(), &mut rng(2))
             });
             (h1.join().unwrap(), h2.join().unwrap())
@@ -1435,4 +1621,295 @@ fn fair_and_size_messages_attacked_in_transit_end_cleanly_or_change_nothing() {
     assert_eq!(hung, 2 * 4 + 2 * 3 + 2 + 3 + 3 + 2);
     assert_eq!(srv.runs(), 0);
     assert!(store.is_empty());
+}
+
+// Party slots bound to certificates.
+
+/// A memory channel whose peer authenticated with the certificate `id`, as a TLS channel
+/// reports it.
+struct Identified {
+    inner: MemoryChannel,
+    id: [u8; 32],
+}
+
+impl FrameSender for Identified {
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> blindjoin_core::Result<()> {
+        self.inner.send(msg, frame)
+    }
+    fn close(&mut self) {
+        self.inner.close();
+    }
+}
+
+impl blindjoin_core::channel::FrameReceiver for Identified {
+    fn recv(&mut self, what: &'static str, max_len: usize) -> blindjoin_core::Result<Vec<u8>> {
+        blindjoin_core::channel::FrameReceiver::recv(&mut self.inner, what, max_len)
+    }
+}
+
+impl Channel for Identified {
+    fn split(
+        &mut self,
+    ) -> (
+        Box<dyn blindjoin_core::channel::FrameReceiver + '_>,
+        Box<dyn FrameSender + '_>,
+    ) {
+        self.inner.split()
+    }
+    fn peer_identity(&self) -> Option<[u8; 32]> {
+        Some(self.id)
+    }
+}
+
+/// Sends `submit` on a connection the server sees as authenticated by `id`; returns the
+/// client's end after the server's first status.
+fn identified_submit(
+    srv: &Arc<Server>,
+    submit: &Submit,
+    id: [u8; 32],
+) -> (MemoryChannel, Status, std::thread::JoinHandle<()>) {
+    let (mut c, s) = memory_pair(Duration::from_secs(10));
+    let srv = srv.clone();
+    let h = std::thread::spawn(move || {
+        let mut s = Identified { inner: s, id };
+        let _ = srv.serve(&mut s, "unused");
+    });
+    send_msg(&mut c, MSG_SUBMIT, submit).unwrap();
+    let st = recv_status(&mut c).unwrap();
+    (c, st, h)
+}
+
+/// The server accepts party i only over a connection authenticated by the certificate the
+/// clients bound to party i, and only from clients that bound every slot to a distinct
+/// certificate.
+#[test]
+fn the_server_binds_each_party_to_its_certificate() {
+    let (srv, store) = server(quick());
+    let (a, b) = ([0xaa; 32], [0xbb; 32]);
+    let bound = |party| Submit {
+        identities: vec![a, b],
+        ..submit("r", party, 2)
+    };
+    // Client B plays party 1: refused, naming both certificates.
+    let (_, st, h) = identified_submit(&srv, &bound(1), b);
+    h.join().unwrap();
+    assert_eq!(
+        refusal(st),
+        format!(
+            "party 1 of run r is bound to the certificate sha256:{}, and this connection is \
+             authenticated by sha256:{}",
+            "aa".repeat(32),
+            "bb".repeat(32)
+        )
+    );
+    // Slots not bound, over an authenticated connection: refused.
+    let (_, st, h) = identified_submit(&srv, &submit("r", 1, 2), a);
+    h.join().unwrap();
+    assert!(
+        refusal(st).contains("did not bind their party slots to certificates"),
+        "unbound slots"
+    );
+    // One certificate for two slots: refused.
+    let (_, st, h) = identified_submit(
+        &srv,
+        &Submit {
+            identities: vec![a, a],
+            ..submit("r", 1, 2)
+        },
+        a,
+    );
+    h.join().unwrap();
+    assert_eq!(
+        refusal(st),
+        "party 2 has the certificate of another party: one certificate, one party"
+    );
+    // The right certificates: the run completes.
+    let (mut c1, st, h1) = identified_submit(&srv, &bound(1), a);
+    assert_eq!(st, Status::Accepted);
+    let (mut c2, st, h2) = identified_submit(&srv, &bound(2), b);
+    assert_eq!(st, Status::Accepted);
+    c1.send(MSG_LABELS, &[[1u8; 8], [3; 8]].concat()).unwrap();
+    c2.send(MSG_LABELS, &[[3u8; 8], [4; 8]].concat()).unwrap();
+    for (c, bits) in [(&mut c1, 0b10u8), (&mut c2, 0b01)] {
+        loop {
+            match recv_status(c).unwrap() {
+                Status::Waiting { .. } => {}
+                Status::Result { matches } => {
+                    assert_eq!(matches, 1);
+                    break;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            blindjoin_core::channel::FrameReceiver::recv(c, MSG_BITS, 16).unwrap(),
+            vec![bits]
+        );
+        c.send(
+            blindjoin_psi::protocols::server_aided::wire::MSG_RECEIVED,
+            &[],
+        )
+        .unwrap();
+    }
+    h1.join().unwrap();
+    h2.join().unwrap();
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
+
+/// One client (one certificate, or one address without TLS) may hold at most
+/// `max_client_connections` connections: the next is refused at once, and a connection that
+/// ends frees its place.
+#[test]
+fn a_client_holds_at_most_its_connections() {
+    let (srv, _) = server(ServerConfig {
+        max_client_connections: 2,
+        ..quick()
+    });
+    let (c1, st, h1) = identified_submit(&srv, &submit("one", 1, 2), [7; 32]);
+    let st1 = st;
+    let (c2, st, h2) = identified_submit(&srv, &submit("two", 1, 2), [7; 32]);
+    // Unbound slots over an authenticated connection are refused, but only once the client
+    // is counted: hold the two places with connections that have not sent their hello.
+    drop((c1, c2, st1, st));
+    h1.join().unwrap();
+    h2.join().unwrap();
+    let held: Vec<_> = (0..2)
+        .map(|_| {
+            let (c, s) = memory_pair(Duration::from_secs(10));
+            let srv = srv.clone();
+            let h = std::thread::spawn(move || {
+                let mut s = Identified {
+                    inner: s,
+                    id: [7; 32],
+                };
+                srv.serve(&mut s, "unused").map(|_| ())
+            });
+            (c, h)
+        })
+        .collect();
+    // Wait until both are counted (each waits for its hello).
+    std::thread::sleep(Duration::from_millis(100));
+    let (_, st, h) = identified_submit(&srv, &submit("three", 1, 2), [7; 32]);
+    h.join().unwrap();
+    assert_eq!(
+        refusal(st),
+        "this client already has 2 connections to the server, its limit"
+    );
+    // Another client is not affected.
+    let (_, st, h) = identified_submit(
+        &srv,
+        &Submit {
+            identities: vec![[8; 32], [9; 32]],
+            ..submit("other", 1, 2)
+        },
+        [8; 32],
+    );
+    assert_eq!(st, Status::Accepted);
+    h.join().unwrap();
+    for (c, h) in held {
+        drop(c);
+        assert!(h.join().unwrap().is_err());
+    }
+    // The places are free again.
+    let (_, st, h) = identified_submit(&srv, &submit("four", 1, 2), [7; 32]);
+    h.join().unwrap();
+    assert!(refusal(st).contains("did not bind their party slots"));
+    assert_eq!(srv.runs(), 0);
+}
+
+/// Party 1 binds each client certificate to one party: a client that connects twice (playing
+/// parties 2 and 3 with one certificate, to learn its two-way intersection with party 1) or
+/// claims another party's slot ends the key agreement before any key is sent.
+#[test]
+fn party_1_gives_each_certificate_one_slot() {
+    let (b, c) = ([0xbb; 32], [0xcc; 32]);
+    let sets = three_test_sets();
+    for (slots, ids, want) in [
+        // No bindings given: one certificate still plays one party.
+        (
+            vec![],
+            [b, b],
+            format!(
+                "the client with certificate sha256:{} claimed party 3's slot and already plays \
+                 party 2: one certificate, one party",
+                "bb".repeat(32)
+            ),
+        ),
+        // Bindings given: B is party 2, so it may not claim party 3.
+        (
+            vec![(b, 2), (c, 3)],
+            [b, b],
+            format!(
+                "the client with certificate sha256:{} claimed party 3's slot, but it is party 2",
+                "bb".repeat(32)
+            ),
+        ),
+        // A certificate without a binding.
+        (
+            vec![(b, 2), (c, 3)],
+            [b, [0xdd; 32]],
+            format!(
+                "the client with certificate sha256:{} has no party index",
+                "dd".repeat(32)
+            ),
+        ),
+    ] {
+        let (l2, m2) = memory_pair(Duration::from_secs(10));
+        let (l3, m3) = memory_pair(Duration::from_secs(10));
+        let mut leader_links = [
+            Identified {
+                inner: l2,
+                id: ids[0],
+            },
+            Identified {
+                inner: l3,
+                id: ids[1],
+            },
+        ];
+        let out = std::thread::scope(|s| {
+            for (i, m) in [(2u32, m2), (3, m3)] {
+                let set = items_from_records(&sets[i as usize - 1]);
+                s.spawn(move || {
+                    let mut m = m;
+                    let (mut to_server, _srv) = memory_pair(Duration::from_secs(10));
+                    let mut links = AidedLinks::new(
+                        "sybil".into(),
+                        (i, 3),
+                        Peers::Member(&mut m),
+                        &mut to_server,
+                    );
+                    let _ = P.client(&mut links, &set, &RunOptions::default(), &mut rng(i as u64));
+                });
+            }
+            let (mut to_server, _srv) = memory_pair(Duration::from_secs(10));
+            let peers = Peers::Leader(
+                leader_links
+                    .iter_mut()
+                    .map(|l| l as &mut dyn Channel)
+                    .collect(),
+            );
+            let mut links = AidedLinks::new("sybil".into(), (1, 3), peers, &mut to_server);
+            links.identity = Some([0xaa; 32]);
+            links.slots = slots.clone();
+            let out = P.client(
+                &mut links,
+                &items_from_records(&sets[0]),
+                &RunOptions::default(),
+                &mut rng(1),
+            );
+            drop(links);
+            drop(leader_links);
+            out
+        });
+        match out {
+            Err(Error::CheckFailed(why)) => assert!(why.starts_with(&want), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+fn three_test_sets() -> Vec<Records> {
+    let (a, b) = sets_with_overlap(30, 30, 10, 71);
+    vec![a.clone(), b, a]
 }

@@ -116,6 +116,7 @@ pub static PROTOCOL: Protocol = Protocol {
     flow: FLOW,
     results: RESULTS,
     traffic: |s| traffic(s, Triples::Vector),
+    queries: crate::protocol::announced,
     entry: two_party!(receive, send),
 };
 

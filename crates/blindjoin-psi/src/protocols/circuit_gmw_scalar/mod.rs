@@ -41,6 +41,7 @@ pub static PROTOCOL: Protocol = Protocol {
     flow: FLOW_SCALAR,
     results: RESULTS,
     traffic: |s| circuit_gmw::traffic(s, Triples::Scalar),
+    queries: crate::protocol::announced,
     entry: two_party!(receive, send),
 };
 

@@ -94,6 +94,7 @@ pub static PROTOCOL: Protocol = Protocol {
     flow: &flow::FLOW,
     results: RESULTS,
     traffic: traffic::traffic,
+    queries: crate::protocol::announced,
     entry: two_party!(flow::receive, flow::send),
 };
 

@@ -187,6 +187,7 @@ pub static PROTOCOL: Protocol = Protocol {
     ],
     results: crate::protocol::ONLY_INTERSECTION,
     traffic: |s| traffic(s, Model::SemiHonest),
+    queries: crate::protocol::announced,
     entry: two_party!(receiver::receive, sender::send),
 };
 

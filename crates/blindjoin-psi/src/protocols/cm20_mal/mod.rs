@@ -106,6 +106,7 @@ pub static PROTOCOL: Protocol = Protocol {
     ],
     results: crate::protocol::ONLY_INTERSECTION,
     traffic: |s| cm20::traffic(s, Model::MaliciousSender),
+    queries: crate::protocol::announced,
     entry: two_party!(receive, send),
 };
 

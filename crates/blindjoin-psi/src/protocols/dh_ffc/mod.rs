@@ -95,6 +95,7 @@ pub static PROTOCOL: Protocol = Protocol {
     ],
     results: crate::protocol::ONLY_INTERSECTION,
     traffic,
+    queries: crate::protocol::announced,
     entry: two_party!(receive, send),
 };
 

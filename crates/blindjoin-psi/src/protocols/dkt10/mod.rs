@@ -232,6 +232,7 @@ pub static PROTOCOL: Protocol = Protocol {
     ],
     results: crate::protocol::ONLY_INTERSECTION,
     traffic,
+    queries: crate::protocol::announced,
     entry: two_party!(receiver::receive, sender::send),
 };
 

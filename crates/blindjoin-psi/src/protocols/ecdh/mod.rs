@@ -86,6 +86,7 @@ pub static PROTOCOL: Protocol = Protocol {
     ],
     results: crate::protocol::ONLY_INTERSECTION,
     traffic,
+    queries: crate::protocol::announced,
     entry: two_party!(receive, send),
 };
 

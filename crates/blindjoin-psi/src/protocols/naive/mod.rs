@@ -69,6 +69,7 @@ pub static PROTOCOL: Protocol = Protocol {
     flow: &[Message::sender(MSG_HASHES)],
     results: crate::protocol::ONLY_INTERSECTION,
     traffic,
+    queries: crate::protocol::announced,
     entry: two_party!(receiver::receive, sender::send),
 };
 

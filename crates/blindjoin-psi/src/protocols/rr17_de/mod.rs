@@ -178,6 +178,7 @@ pub static PROTOCOL: Protocol = Protocol {
     ],
     results: crate::protocol::ONLY_INTERSECTION,
     traffic,
+    queries: slot_queries,
     entry: two_party!(receiver::receive, sender::send),
 };
 
@@ -225,6 +226,13 @@ pub(crate) struct DeParams {
 
 fn log2_ceil(x: u64) -> u32 {
     x.max(1).next_power_of_two().trailing_zeros()
+}
+
+/// [`Protocol::queries`] of the dual-execution protocols: a receiver may fill the empty slots
+/// of its bins, so it can test m·B_R items, not n1 (module doc).
+pub(crate) fn slot_queries(s: &Sizes) -> Result<u64> {
+    let p = de_params(s.lambda, s.n_recv, s.n_send)?;
+    Ok((p.bins as u64).saturating_mul(p.slots_r as u64))
 }
 
 /// The run's parameters for set sizes n1 (receiver) and n2 (sender).

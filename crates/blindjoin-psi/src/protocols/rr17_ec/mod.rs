@@ -57,7 +57,7 @@ mod sender;
 use crate::BaseOt;
 use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
 use crate::protocols::common::PSI_ROLES;
-use crate::protocols::rr17_de::{DeParams, de_params};
+use crate::protocols::rr17_de::{DeParams, de_params, slot_queries};
 use blindjoin_core::Result;
 use blindjoin_core::channel::{FRAME_HEADER_LEN, framed_bytes};
 use blindjoin_core::item::Item;
@@ -140,6 +140,7 @@ pub static PROTOCOL: Protocol = Protocol {
     ],
     results: crate::protocol::ONLY_INTERSECTION,
     traffic,
+    queries: slot_queries,
     entry: two_party!(receiver::receive, sender::send),
 };
 

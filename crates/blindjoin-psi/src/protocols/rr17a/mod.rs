@@ -160,6 +160,7 @@ pub static PROTOCOL: Protocol = Protocol {
     ],
     results: crate::protocol::ONLY_INTERSECTION,
     traffic,
+    queries: filter_queries,
     entry: two_party!(receiver::receive, sender::send),
 };
 
@@ -172,6 +173,19 @@ fn params(base_ot: BaseOt) -> Vec<(String, String)> {
         ("bloom".into(), "sha256(key,x) then aes positions, distinct".into()),
         ("tags".into(), "sha256(x,mask)/128".into()),
     ]
+}
+
+/// [`Protocol::queries`] of `rr17a`: the cut-and-choose bounds the receiver's unopened ones
+/// by `max_ones`, not its items; a filter of N_bf bits with that many ones holds about
+/// −(N_bf/h)·ln(1 − max_ones/N_bf) random items (h positions each), about 1.27·n1 at n1 = 2^20.
+pub(crate) fn filter_queries(s: &Sizes) -> Result<u64> {
+    let p = run_params(s.kappa, s.lambda, s.n_recv)?;
+    let (bits, ones) = (p.bits as f64, p.max_ones.min(p.bits) as f64);
+    if ones >= bits {
+        return Ok(u64::MAX);
+    }
+    let items = -(bits / f64::from(p.hashes)) * (1.0 - ones / bits).ln();
+    Ok((items.ceil() as u64).max(s.n_recv))
 }
 
 /// The run's parameters: those of the receiver's announced size at the run's λ and κ.

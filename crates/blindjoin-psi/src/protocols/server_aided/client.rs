@@ -67,6 +67,44 @@ pub struct AidedLinks<'a> {
     pub peers: Peers<'a>,
     /// The connection to the server.
     pub server: &'a mut dyn Channel,
+    /// The fingerprint of this client's own certificate, if its links are TLS: a member checks
+    /// that party 1 bound its slot to it.
+    pub identity: Option<[u8; 32]>,
+    /// Party 1: the party index each client certificate may play (empty: any authenticated
+    /// link may claim any free slot, still one slot per certificate).
+    pub slots: Vec<([u8; 32], u32)>,
+    /// What the key agreement fixed for the submit hello: every set size and every client's
+    /// certificate.
+    pub(crate) agreed: Agreed,
+}
+
+/// The set sizes and client certificates a run's clients agreed on (see [`Submit`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Agreed {
+    pub(crate) sizes: Vec<u64>,
+    pub(crate) identities: Vec<[u8; 32]>,
+}
+
+impl<'a> AidedLinks<'a> {
+    /// The links of party `party` of `parties` in run `run`, without certificates (set
+    /// [`AidedLinks::identity`] and, at party 1, [`AidedLinks::slots`] on TLS links).
+    pub fn new(
+        run: String,
+        (party, parties): (u32, u32),
+        peers: Peers<'a>,
+        server: &'a mut dyn Channel,
+    ) -> Self {
+        AidedLinks {
+            run,
+            party,
+            parties,
+            peers,
+            server,
+            identity: None,
+            slots: Vec::new(),
+            agreed: Agreed::default(),
+        }
+    }
 }
 
 /// What a client learns.
@@ -150,6 +188,109 @@ fn claim_slot<T>(slots: &mut [Option<T>], i: u32, value: T, message: &'static st
     }
 }
 
+fn fp(id: &[u8; 32]) -> String {
+    format!(
+        "sha256:{}",
+        id.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
+/// P1's record of which certificate plays which party: one certificate, one party, and the
+/// party the caller bound to the certificate if it did ([`AidedLinks::slots`]).
+struct Bindings {
+    /// Per party (1-based index − 1), the certificate of its link (P1's own first).
+    ids: Vec<Option<[u8; 32]>>,
+    /// Whether every link so far was authenticated.
+    all: bool,
+}
+
+impl Bindings {
+    fn new(links: &AidedLinks<'_>) -> Self {
+        let mut ids = vec![None; links.parties as usize];
+        ids[0] = links.identity;
+        Bindings {
+            ids,
+            all: links.identity.is_some(),
+        }
+    }
+
+    /// Party `i` claimed its slot over `ch`: its certificate must be free and, if the caller
+    /// bound it, bound to `i`.
+    fn claim(&mut self, links_slots: &[([u8; 32], u32)], ch: &dyn Channel, i: u32) -> Result<()> {
+        let Some(id) = ch.peer_identity() else {
+            self.all = false;
+            return Ok(());
+        };
+        if let Some(&(_, bound)) = links_slots.iter().find(|(f, _)| *f == id)
+            && bound != i
+        {
+            return Err(Error::CheckFailed(format!(
+                "the client with certificate {} claimed party {i}'s slot, but it is party {bound}",
+                fp(&id)
+            )));
+        }
+        if !links_slots.is_empty() && !links_slots.iter().any(|(f, _)| *f == id) {
+            return Err(Error::CheckFailed(format!(
+                "the client with certificate {} has no party index (give it one with \
+                 --peer-fingerprint I=sha256:…)",
+                fp(&id)
+            )));
+        }
+        if let Some(other) = self.ids.iter().position(|x| *x == Some(id)) {
+            return Err(Error::CheckFailed(format!(
+                "the client with certificate {} claimed party {i}'s slot and already plays \
+                 party {}: one certificate, one party",
+                fp(&id),
+                other + 1
+            )));
+        }
+        if let Some(slot) = self.ids.get_mut(i as usize - 1) {
+            *slot = Some(id);
+        }
+        Ok(())
+    }
+
+    /// Every party's certificate if every link was authenticated, else none.
+    fn finish(self) -> Vec<[u8; 32]> {
+        if self.all {
+            self.ids.into_iter().flatten().collect()
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// A member's check of the certificates P1 announces: none if our links are not
+/// authenticated, else ours at our index and P1's at index 1, all n of them.
+fn check_identities(
+    ids: &[[u8; 32]],
+    (party, n): (u32, usize),
+    own: Option<[u8; 32]>,
+    leader: Option<[u8; 32]>,
+    message: &'static str,
+) -> Result<()> {
+    match (own, leader) {
+        (Some(own), Some(leader))
+            if ids.len() != n || ids[party as usize - 1] != own || ids[0] != leader =>
+        {
+            return Err(Error::malformed(
+                message,
+                "the client certificates do not match the parties' links",
+            ));
+        }
+        (Some(_), Some(_)) => {}
+        _ if ids.is_empty() => {}
+        _ if ids.len() != n => {
+            return Err(Error::malformed(
+                message,
+                format!("{} client certificates for {n} parties", ids.len()),
+            ));
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 /// P_i's check of the set sizes P1 sends: n of them, its own and P1's as their handshake
 /// announced.
 fn check_sizes(
@@ -171,6 +312,27 @@ fn check_sizes(
     Ok(())
 }
 
+/// A member's bound on the other members' set sizes, which only party 1 has checked in its
+/// handshakes: each may test as many guesses as it announced.
+fn check_peer_sizes(sizes: &[u64], party: u32, max: u64) -> Result<()> {
+    match sizes
+        .iter()
+        .enumerate()
+        .find(|&(i, &s)| i + 1 != party as usize && s > max)
+    {
+        Some((i, &s)) => Err(Error::InvalidParam {
+            field: "peer set size",
+            reason: format!(
+                "party {} announced {s} distinct keys, more than the {max} we accept (a client \
+                 may test as many guessed keys as it announces; raise --max-peer-size only for \
+                 a partner whose set size you know)",
+                i + 1
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Step 1 of Fig. 1: P1 samples K and sends it, with every set size, to every other client
 /// over their direct links (each opened by the handshake, with the run's parameters). Returns
 /// K and the n set sizes.
@@ -185,7 +347,9 @@ pub(crate) fn agree_key(
     let params = run_params(p, opts, links);
     let n = links.parties as usize;
     let party = links.party;
-    match &mut links.peers {
+    let mut bindings = Bindings::new(links);
+    let (own_id, slots) = (links.identity, links.slots.clone());
+    let (key, agreed) = match &mut links.peers {
         Peers::Leader(chs) => {
             let mut sizes = vec![None; n];
             sizes[0] = Some(own as u64);
@@ -193,27 +357,45 @@ pub(crate) fn agree_key(
                 let session = link_handshake(p, &mut **ch, Role::Sender, own, opts, &params, rng)?;
                 let i: u32 = recv_msg(&mut **ch, MSG_PARTY, 8)?;
                 claim_slot(&mut sizes, i, session.receiver_size, MSG_PARTY)?;
+                bindings.claim(&slots, &**ch, i)?;
             }
             let sizes: Vec<u64> = sizes.into_iter().map(|s| s.unwrap_or(0)).collect();
+            let identities = bindings.finish();
             let mut key = Zeroizing::new([0u8; 16]);
             rng.fill_bytes(&mut *key);
             let msg = KeyMsg {
                 key: *key,
                 sizes: sizes.clone(),
+                identities: identities.clone(),
             };
             for ch in chs.iter_mut() {
                 send_msg(&mut **ch, MSG_KEY, &msg)?;
             }
-            Ok((key, sizes))
+            (key, Agreed { sizes, identities })
         }
         Peers::Member(ch) => {
             let session = link_handshake(p, &mut **ch, Role::Receiver, own, opts, &params, rng)?;
             send_msg(&mut **ch, MSG_PARTY, &party)?;
-            let msg: KeyMsg = recv_msg(&mut **ch, MSG_KEY, 64 + 10 * n)?;
+            let msg: KeyMsg = recv_msg(&mut **ch, MSG_KEY, 64 + 43 * n)?;
             check_sizes(&msg.sizes, (party, n), own, &session, MSG_KEY)?;
-            Ok((Zeroizing::new(msg.key), msg.sizes.clone()))
+            check_peer_sizes(&msg.sizes, party, opts.max_peer_set_size)?;
+            check_identities(
+                &msg.identities,
+                (party, n),
+                own_id,
+                ch.peer_identity(),
+                MSG_KEY,
+            )?;
+            let agreed = Agreed {
+                sizes: msg.sizes.clone(),
+                identities: msg.identities.clone(),
+            };
+            (Zeroizing::new(msg.key), agreed)
         }
-    }
+    };
+    let sizes = agreed.sizes.clone();
+    links.agreed = agreed;
+    Ok((key, sizes))
 }
 
 /// SHA-256 of `parts`, each preceded by its length (8 bytes, little-endian).
@@ -277,7 +459,9 @@ pub(crate) fn coin_toss(
     let party = links.party;
     let mut mine = Zeroizing::new([0u8; 32]);
     rng.fill_bytes(&mut *mine);
-    match &mut links.peers {
+    let mut bindings = Bindings::new(links);
+    let (own_id, slots) = (links.identity, links.slots.clone());
+    let (key, agreed) = match &mut links.peers {
         Peers::Leader(chs) => {
             let commitment = commit(&mine);
             let mut sizes = vec![None; n];
@@ -289,6 +473,7 @@ pub(crate) fn coin_toss(
                 send_msg(&mut **ch, MSG_COMMIT, &commitment)?;
                 let msg: ShareMsg = recv_msg(&mut **ch, MSG_SHARE, 64)?;
                 claim_slot(&mut sizes, msg.party, session.receiver_size, MSG_SHARE)?;
+                bindings.claim(&slots, &**ch, msg.party)?;
                 shares[msg.party as usize - 1] = Some(Zeroizing::new(msg.share));
             }
             let open = OpenMsg {
@@ -297,11 +482,16 @@ pub(crate) fn coin_toss(
                     .map(|s| s.as_deref().copied().unwrap_or_default())
                     .collect(),
                 sizes: sizes.into_iter().map(|s| s.unwrap_or(0)).collect(),
+                identities: bindings.finish(),
             };
             for ch in chs.iter_mut() {
                 send_msg(&mut **ch, MSG_OPEN, &open)?;
             }
-            Ok((toss_key(&links.run, &open.shares), open.sizes.clone()))
+            let agreed = Agreed {
+                sizes: open.sizes.clone(),
+                identities: open.identities.clone(),
+            };
+            (toss_key(&links.run, &open.shares), agreed)
         }
         Peers::Member(ch) => {
             let session = link_handshake(p, &mut **ch, Role::Receiver, own, opts, &params, rng)?;
@@ -312,7 +502,7 @@ pub(crate) fn coin_toss(
             };
             send_msg(&mut **ch, MSG_SHARE, &share)?;
             drop(share);
-            let open: OpenMsg = recv_msg(&mut **ch, MSG_OPEN, 64 + 43 * n)?;
+            let open: OpenMsg = recv_msg(&mut **ch, MSG_OPEN, 64 + 76 * n)?;
             if open.shares.len() != n {
                 return Err(Error::malformed(
                     MSG_OPEN,
@@ -320,6 +510,7 @@ pub(crate) fn coin_toss(
                 ));
             }
             check_sizes(&open.sizes, (party, n), own, &session, MSG_OPEN)?;
+            check_peer_sizes(&open.sizes, party, opts.max_peer_set_size)?;
             if commit(&open.shares[0]) != commitment {
                 return Err(Error::CheckFailed(
                     "party 1's opened key share does not match its commitment".into(),
@@ -330,9 +521,23 @@ pub(crate) fn coin_toss(
                     "party 1 did not pass on our key share unchanged".into(),
                 ));
             }
-            Ok((toss_key(&links.run, &open.shares), open.sizes.clone()))
+            check_identities(
+                &open.identities,
+                (party, n),
+                own_id,
+                ch.peer_identity(),
+                MSG_OPEN,
+            )?;
+            let agreed = Agreed {
+                sizes: open.sizes.clone(),
+                identities: open.identities.clone(),
+            };
+            (toss_key(&links.run, &open.shares), agreed)
         }
-    }
+    };
+    let sizes = agreed.sizes.clone();
+    links.agreed = agreed;
+    Ok((key, sizes))
 }
 
 /// Steps 2-4 of Fig. 1 on the client: labels F_K(x) sorted, to the server; the bit vector
@@ -351,9 +556,12 @@ pub(crate) fn run_client(
     let t = phases.lap("key agreement", t);
     let len = label_len(&sizes, opts.lambda)?;
     let labels = sorted_labels(Block::from_bytes(*key), items, len)?;
+    // The key check binds the submission to the key: a client outside the key agreement
+    // cannot submit for this run's parameters (the server keys runs by them).
+    let mut params = run_params(p, opts, links);
+    params.push(("key check".into(), key_check(&key)));
     drop(key);
     let t = phases.lap("labels", t);
-    let params = run_params(p, opts, links);
     let bits = submit(p, links, opts, params, len, &labels)?;
     let t = phases.lap("server", t);
     let indices = marked_rows(&labels, &bits);
@@ -426,6 +634,8 @@ pub(crate) fn send_hello(
         label_len: len as u32,
         count,
         params,
+        sizes: links.agreed.sizes.clone(),
+        identities: links.agreed.identities.clone(),
     };
     let ch = &mut *links.server;
     send_msg(ch, MSG_SUBMIT, &hello)?;
@@ -461,7 +671,8 @@ pub(crate) fn receive_sorted(
     len: usize,
     count: u64,
 ) -> Result<Vec<u128>> {
-    let mut out = Vec::with_capacity(usize::try_from(count).unwrap_or(0).min(1 << 28));
+    // Grown as the labels arrive: `count` is the peer's claim.
+    let mut out = Vec::with_capacity(usize::try_from(count).unwrap_or(0).min(1 << 16));
     let mut reader = BulkReader::new(message, len, count);
     while let Some(frame) = reader.next_frame(ch)? {
         if frame.len() > LABELS_PER_FRAME * len {

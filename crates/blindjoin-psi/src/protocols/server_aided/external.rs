@@ -21,8 +21,8 @@
 //! failed or not.
 
 use super::client::{
-    AidedLinks, agree_key, next_status, receive_bits, run_params, send_hello, send_sorted,
-    unexpected,
+    AidedLinks, agree_key, key_check, next_status, receive_bits, run_params, send_hello,
+    send_sorted, unexpected,
 };
 use super::kmrs_semi::PROTOCOL;
 use super::labels::{decode_label, label_len, sort_unique, truncate};
@@ -236,11 +236,12 @@ pub fn run_semi_external(
             f.flush().map_err(|e| io_err("cannot write", path, e))?;
         }
     }
+    let mut params = run_params(p, opts, links);
+    params.push(("key check".into(), key_check(&key)));
     drop(key);
     let t = phases.lap("labels", t);
 
     // 2. Send, bucket by bucket.
-    let params = run_params(p, opts, links);
     send_hello(p, links, params, len, n)?;
     let rows_path = dir.0.join("rows");
     let mut rows_file = BufWriter::with_capacity(

@@ -153,6 +153,7 @@ pub static PROTOCOL: Protocol = Protocol {
     ],
     results: crate::protocol::ONLY_INTERSECTION,
     traffic,
+    queries: crate::protocol::announced,
     entry: Entry::ServerAided { client },
 };
 
@@ -267,7 +268,8 @@ pub(crate) fn receive_opening(ch: &mut dyn Channel, s: &Submit) -> Result<Openin
             open.items, s.count
         )));
     }
-    let mut values = Vec::with_capacity(usize::try_from(open.items).unwrap_or(0));
+    // Grown as the values arrive (the server reserved their bytes when the client joined).
+    let mut values = Vec::with_capacity(usize::try_from(open.items).unwrap_or(0).min(1 << 16));
     let mut reader = BulkReader::new(MSG_FAIR_VALUES, 16, open.items);
     let mut last: Option<[u8; 16]> = None;
     while let Some(frame) = reader.next_frame(ch)? {
@@ -424,6 +426,8 @@ mod tests {
                 ("copies".into(), "3".into()),
                 ("dummies".into(), "16".into()),
             ],
+            sizes: vec![0, 0],
+            identities: Vec::new(),
         }
     }
 

@@ -170,6 +170,7 @@ pub static PROTOCOL: Protocol = Protocol {
     ],
     results: crate::protocol::ONLY_INTERSECTION,
     traffic,
+    queries: crate::protocol::announced,
     entry: Entry::ServerAided { client },
 };
 

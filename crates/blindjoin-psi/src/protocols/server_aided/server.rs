@@ -14,6 +14,28 @@
 //!   party 1's labels are relabelled under K2 and returned sorted; the permutation π3 goes to
 //!   party 1 once party 2 approves the result.
 //!
+//! **What a client may claim.** Every client's submit hello carries the parameters all clients
+//! of the run agreed on over their direct links: every set size and every client's certificate
+//! fingerprint as party 1 bound them ([`Submit`]). A run is keyed by its id and a digest of
+//! all of them, so a client that submits other parameters (a squatter who knows the run id, a
+//! client that was not part of the key agreement) lands in a run of its own and cannot take an
+//! honest client's slot or block its run. The server accepts party i's labels only
+//!
+//! - over a connection authenticated by the certificate `identities[i − 1]` (one certificate,
+//!   one slot; refused when the clients' links were not authenticated but the server's is);
+//! - in the number the protocol gives for the announced size `sizes[i − 1]` ([`expected_labels`]):
+//!   no client tests more guesses than it announced to the others;
+//! - within the server's byte budget ([`ServerConfig::memory`]) for what it holds in its own
+//!   memory (the memory store's labels, `kmrs_fair`'s openings, `kmrs_size`'s relabelling),
+//!   reserved when the client joins, before any label arrives, and allocated only as the labels
+//!   arrive;
+//! - within the run's time: a connection's deadline is the run timeout (plus a grace for the
+//!   server's answer) from the run's creation until the result is fixed, then the run timeout
+//!   again for the answer, so a client that trickles is cut at its deadline; and at most
+//!   [`ServerConfig::max_client_connections`] connections per client (per certificate, or per
+//!   address on plain TCP), which bounds its runs too (a run lives only while one of its
+//!   clients is connected).
+//!
 //! A run lives while one of its clients is connected: it is created by its first client and
 //! forgotten (table and store) once every client has had its final answer, or as soon as it
 //! fails: a client that disconnects or sends malformed messages before the outcome is fixed, a
@@ -36,6 +58,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 use zeroize::Zeroizing;
+
+/// What a connection may take beyond the run timeout to hear the server's answer (the run's
+/// failure included) before its deadline cuts it: the run timeout itself, at most 30 s.
+fn answer_grace(run_timeout: Duration) -> Duration {
+    run_timeout.min(Duration::from_secs(30))
+}
 
 /// The protocols whose runs this server serves.
 pub const SERVED: &[&str] = &[
@@ -84,6 +112,13 @@ pub struct ServerConfig {
     pub max_labels: u64,
     /// How often a waiting client is told that the run still waits.
     pub keepalive: Duration,
+    /// The most bytes the server holds in its own memory for all runs together (`None`: no
+    /// limit): the labels of a store that keeps them in memory, `kmrs_fair`'s openings and
+    /// `kmrs_size`'s relabelling. A client whose run would exceed it is refused when it joins.
+    pub memory: Option<u64>,
+    /// The most connections one client (one certificate; on plain TCP, one address) may have
+    /// open at once.
+    pub max_client_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -92,8 +127,195 @@ impl Default for ServerConfig {
             run_timeout: Duration::from_secs(600),
             max_labels: 1 << 32,
             keepalive: Duration::from_secs(5),
+            memory: Some(4 << 30),
+            max_client_connections: 64,
         }
     }
+}
+
+/// Bytes reserved against the server's memory budget; released when dropped.
+struct Reservation {
+    budget: Arc<Budget>,
+    bytes: u64,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
+}
+
+/// The server's memory budget ([`ServerConfig::memory`]).
+struct Budget {
+    limit: Option<u64>,
+    used: AtomicU64,
+}
+
+impl Budget {
+    /// Reserves `bytes`, or says why not.
+    fn reserve(self: &Arc<Self>, bytes: u64) -> std::result::Result<Reservation, String> {
+        let mut used = self.used.load(Ordering::SeqCst);
+        loop {
+            let after = used.saturating_add(bytes);
+            if let Some(limit) = self.limit
+                && after > limit
+            {
+                return Err(format!(
+                    "the run needs {} of this server's memory for this client, and {} of its {} \
+                     are free (the server's --memory): try again later or with fewer keys",
+                    show_bytes(bytes),
+                    show_bytes(limit.saturating_sub(used)),
+                    show_bytes(limit)
+                ));
+            }
+            match self
+                .used
+                .compare_exchange(used, after, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => {
+                    return Ok(Reservation {
+                        budget: self.clone(),
+                        bytes,
+                    });
+                }
+                Err(now) => used = now,
+            }
+        }
+    }
+}
+
+/// `bytes` for a message: B, KiB, MiB or GiB.
+fn show_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// The labels party `s.party` must send for the set sizes every client announced (see the
+/// module doc), or why the submit hello's parameters do not give a count.
+pub fn expected_labels(s: &Submit) -> std::result::Result<u64, String> {
+    let size = s
+        .sizes
+        .get((s.party as usize).wrapping_sub(1))
+        .copied()
+        .ok_or_else(|| format!("no set size for party {}", s.party))?;
+    let param = |name: &str| {
+        s.params
+            .iter()
+            .find(|(k, _)| k == name)
+            .and_then(|(_, v)| v.parse::<u64>().ok())
+            .ok_or_else(|| format!("no valid `{name}` among the run's parameters"))
+    };
+    let mal = |parties: u32| -> std::result::Result<u64, String> {
+        let copies =
+            u32::try_from(param("copies")?).map_err(|_| "`copies` too large".to_owned())?;
+        super::kmrs_mal::label_count(size, copies, param("dummies")?, parties)
+            .map_err(|e| e.to_string())
+    };
+    match Flow::of(&s.protocol) {
+        Flow::Intersect if s.protocol == super::kmrs_semi::NAME => Ok(size),
+        Flow::Intersect => mal(s.parties),
+        Flow::Fair => mal(2),
+        Flow::Size if s.party == 2 => Ok(0),
+        Flow::Size => mal(2),
+    }
+}
+
+/// The bytes the server holds in its own memory for party `s.party` of a run of `flow` (see
+/// [`ServerConfig::memory`]): its labels if the store keeps them in memory, with its bit
+/// vector; `kmrs_fair`'s opened values (16 bytes per element) and recomputed labels (32 bytes
+/// each); `kmrs_size`'s labels and their relabelling (32 bytes each).
+fn held_bytes(flow: Flow, s: &Submit, store_in_memory: bool) -> u64 {
+    let count = s.count;
+    let labels = count.saturating_mul(u64::from(s.label_len));
+    let stored = if store_in_memory {
+        labels.saturating_add(count.div_ceil(8))
+    } else {
+        count.div_ceil(8)
+    };
+    let size = s.sizes.get(s.party as usize - 1).copied().unwrap_or(0);
+    match flow {
+        Flow::Intersect => stored,
+        Flow::Fair => stored
+            .saturating_add(size.saturating_mul(16))
+            .saturating_add(count.saturating_mul(32)),
+        Flow::Size => labels.saturating_add(count.saturating_mul(32)),
+    }
+}
+
+/// Who a connection is for the per-client limits: its certificate's fingerprint, or on plain
+/// TCP the address the caller gives.
+fn client_key(ch: &dyn Channel, addr: &str) -> String {
+    match ch.peer_identity() {
+        Some(fp) => format!("sha256:{}", hex_of(&fp)),
+        None => addr.to_owned(),
+    }
+}
+
+fn hex_of(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Checks that the connection may play the party the submit hello names: over an
+/// authenticated connection, the certificate the clients bound to that party.
+fn check_identity(s: &Submit, peer: Option<[u8; 32]>) -> std::result::Result<(), String> {
+    let Some(peer) = peer else {
+        return Ok(());
+    };
+    let Some(bound) = s.identities.get(s.party as usize - 1) else {
+        return Err(format!(
+            "the clients of run {} did not bind their party slots to certificates (their links \
+             to party 1 are not authenticated), so this server, which authenticates its \
+             clients, cannot tell which client may play party {}: run the clients with TLS",
+            s.run, s.party
+        ));
+    };
+    if *bound != peer {
+        return Err(format!(
+            "party {} of run {} is bound to the certificate sha256:{}, and this connection is \
+             authenticated by sha256:{}",
+            s.party,
+            s.run,
+            hex_of(bound),
+            hex_of(&peer)
+        ));
+    }
+    Ok(())
+}
+
+/// A digest of every parameter the clients of a run agree on (parties, label length, the
+/// protocol's parameters, every set size and every client's certificate): the second half of
+/// the run's key in the server's table.
+fn run_digest(s: &Submit) -> String {
+    let mut h = Sha256::new();
+    h.update(b"blindjoin/kmrs/run");
+    h.update(s.parties.to_le_bytes());
+    h.update(s.label_len.to_le_bytes());
+    h.update((s.params.len() as u64).to_le_bytes());
+    for (k, v) in &s.params {
+        for part in [k, v] {
+            h.update((part.len() as u64).to_le_bytes());
+            h.update(part.as_bytes());
+        }
+    }
+    h.update((s.sizes.len() as u64).to_le_bytes());
+    for size in &s.sizes {
+        h.update(size.to_le_bytes());
+    }
+    h.update((s.identities.len() as u64).to_le_bytes());
+    for id in &s.identities {
+        h.update(id);
+    }
+    hex_of(&h.finalize()[..8])
 }
 
 /// The server's state: its store and the runs in progress.
@@ -102,6 +324,27 @@ pub struct Server {
     cfg: ServerConfig,
     runs: Mutex<HashMap<String, Arc<RunState>>>,
     serial: AtomicU64,
+    budget: Arc<Budget>,
+    /// Connections being served, per client ([`client_key`]).
+    clients: Mutex<HashMap<String, usize>>,
+}
+
+/// A client's connection counted against its limit; uncounted when dropped.
+struct ClientSlot<'a> {
+    server: &'a Server,
+    key: String,
+}
+
+impl Drop for ClientSlot<'_> {
+    fn drop(&mut self) {
+        let mut clients = lock(&self.server.clients);
+        if let Some(n) = clients.get_mut(&self.key) {
+            *n -= 1;
+            if *n == 0 {
+                clients.remove(&self.key);
+            }
+        }
+    }
 }
 
 /// One run: its parameters (from its first client) and its progress.
@@ -110,6 +353,8 @@ struct RunState {
     id: String,
     /// The key in the store: the table key and a serial, unique for the server's life.
     store_key: String,
+    /// The run id as the clients gave it.
+    name: String,
     first: Submit,
     flow: Flow,
     created: Instant,
@@ -137,6 +382,8 @@ struct RunInner {
     failed: Option<String>,
     /// Parties whose connection has ended after the outcome was fixed.
     done: Vec<bool>,
+    /// What each party holds in the server's memory.
+    held: Vec<Option<Reservation>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -148,9 +395,14 @@ impl Server {
     pub fn new(store: Arc<dyn Store>, cfg: ServerConfig) -> Self {
         Server {
             store,
+            budget: Arc::new(Budget {
+                limit: cfg.memory,
+                used: AtomicU64::new(0),
+            }),
             cfg,
             runs: Mutex::new(HashMap::new()),
             serial: AtomicU64::new(0),
+            clients: Mutex::new(HashMap::new()),
         }
     }
 
@@ -164,10 +416,40 @@ impl Server {
         self.store.describe()
     }
 
-    /// Serves one client on `ch` (see the module doc). Returns the client's run id and party
-    /// on success; an error says why this client's part ended (the client was told, if it can
-    /// still hear).
-    pub fn serve(&self, ch: &mut dyn Channel) -> Result<(String, u32)> {
+    /// Bytes of the memory budget in use ([`ServerConfig::memory`]).
+    pub fn memory_used(&self) -> u64 {
+        self.budget.used.load(Ordering::SeqCst)
+    }
+
+    /// Counts a connection of the client `key` against its limit, or says why not.
+    fn admit(&self, key: String) -> std::result::Result<ClientSlot<'_>, String> {
+        let mut clients = lock(&self.clients);
+        let n = clients.entry(key.clone()).or_insert(0);
+        if *n >= self.cfg.max_client_connections {
+            return Err(format!(
+                "this client already has {} connections to the server, its limit",
+                self.cfg.max_client_connections
+            ));
+        }
+        *n += 1;
+        Ok(ClientSlot { server: self, key })
+    }
+
+    /// Serves one client on `ch` (see the module doc); `addr` names the client for the
+    /// per-client limits when the connection has no certificate (plain TCP). Returns the
+    /// client's run id and party on success; an error says why this client's part ended (the
+    /// client was told, if it can still hear).
+    pub fn serve(&self, ch: &mut dyn Channel, addr: &str) -> Result<(String, u32)> {
+        ch.set_deadline(
+            Instant::now().checked_add(self.cfg.run_timeout + answer_grace(self.cfg.run_timeout)),
+        );
+        let _slot = match self.admit(client_key(ch, addr)) {
+            Ok(slot) => slot,
+            Err(reason) => {
+                let _ = send_status(ch, &Status::Refused(reason.clone()));
+                return Err(Error::PeerRefused(reason));
+            }
+        };
         let submit: Submit = match recv_msg(ch, MSG_SUBMIT, MAX_SUBMIT_LEN) {
             Ok(s) => s,
             Err(e) => {
@@ -177,7 +459,10 @@ impl Server {
                 return Err(e);
             }
         };
-        if let Err(reason) = self.check(&submit) {
+        if let Err(reason) = self
+            .check(&submit)
+            .and_then(|()| check_identity(&submit, ch.peer_identity()))
+        {
             let _ = send_status(ch, &Status::Refused(reason.clone()));
             return Err(Error::PeerRefused(reason));
         }
@@ -194,6 +479,11 @@ impl Server {
             run: run.clone(),
             party,
         };
+        // The labels must be in within the run timeout from the run's creation.
+        ch.set_deadline(
+            run.created
+                .checked_add(self.cfg.run_timeout + answer_grace(self.cfg.run_timeout)),
+        );
         send_status(ch, &Status::Accepted)?;
         let served = match run.flow {
             Flow::Intersect => self.serve_intersect(ch, &run, &submit),
@@ -223,18 +513,30 @@ impl Server {
                 s.protocol, s.parties
             ));
         }
-        if flow == Flow::Size && s.party == 2 && s.count != 0 {
+        let expected = expected_labels(s)?;
+        if s.count != expected {
             return Err(format!(
-                "party 2 of a {} run sends the server no labels, not {}",
-                s.protocol, s.count
+                "party {} announced {} distinct keys to the other clients, which make {expected} \
+                 labels in a {} run, not {}",
+                s.party,
+                s.sizes[s.party as usize - 1],
+                s.protocol,
+                s.count
             ));
         }
         Ok(())
     }
 
-    /// Joins (or creates) the client's run and takes its party's slot.
+    /// Joins (or creates) the client's run and takes its party's slot, reserving what the
+    /// party will hold in the server's memory. A run is keyed by its protocol, its id and a
+    /// digest of every parameter its clients agreed on ([`run_digest`]), so a client with other
+    /// parameters joins a run of its own.
     fn join(&self, s: &Submit) -> std::result::Result<Arc<RunState>, String> {
-        let id = format!("{}/{}", s.protocol, s.run);
+        let id = format!("{}/{}#{}", s.protocol, s.run, run_digest(s));
+        let flow = Flow::of(&s.protocol);
+        let held = self
+            .budget
+            .reserve(held_bytes(flow, s, self.store.in_memory()))?;
         let mut runs = lock(&self.runs);
         let run = runs
             .entry(id.clone())
@@ -244,14 +546,16 @@ impl Server {
                 Arc::new(RunState {
                     store_key: format!("{id}#{serial}"),
                     id,
+                    name: s.run.clone(),
                     first: s.clone(),
-                    flow: Flow::of(&s.protocol),
+                    flow,
                     created: Instant::now(),
                     inner: Mutex::new(RunInner {
                         joined: vec![false; n],
                         stored: vec![None; n],
                         verified: vec![false; n],
                         done: vec![false; n],
+                        held: (0..n).map(|_| None).collect(),
                         ..RunInner::default()
                     }),
                     changed: Condvar::new(),
@@ -259,54 +563,30 @@ impl Server {
             })
             .clone();
         drop(runs);
-        let f = &run.first;
-        let differs = |field: &str, ours: String, theirs: String| {
-            format!(
-                "run {} has {field} = {ours} from its first client, this client says {theirs}",
-                s.run
-            )
-        };
-        if s.parties != f.parties {
-            return Err(differs(
-                "parties",
-                f.parties.to_string(),
-                s.parties.to_string(),
-            ));
-        }
-        if s.label_len != f.label_len {
-            return Err(differs(
-                "label_len",
-                f.label_len.to_string(),
-                s.label_len.to_string(),
-            ));
-        }
-        if s.params != f.params {
-            let field = f
-                .params
-                .iter()
-                .zip(&s.params)
-                .find(|(a, b)| a != b)
-                .map_or_else(|| "params".to_owned(), |(a, _)| a.0.clone());
-            return Err(differs(
-                &field,
-                format!("{:?}", f.params),
-                format!("{:?}", s.params),
-            ));
-        }
         let mut inner = lock(&run.inner);
         if let Some(why) = &inner.failed {
             return Err(format!("run {} failed: {why}", s.run));
         }
-        let slot = &mut inner.joined[s.party as usize - 1];
-        if *slot {
+        let p = s.party as usize - 1;
+        if inner.joined[p] {
             return Err(format!(
                 "party {} of run {} has already joined",
                 s.party, s.run
             ));
         }
-        *slot = true;
+        inner.joined[p] = true;
+        inner.held[p] = Some(held);
         drop(inner);
         Ok(run)
+    }
+
+    /// Other runs in the table with the same protocol and id as `run` but other parameters.
+    fn namesakes(&self, run: &RunState) -> usize {
+        let prefix = format!("{}/{}#", run.first.protocol, run.name);
+        lock(&self.runs)
+            .keys()
+            .filter(|k| k.starts_with(&prefix) && **k != run.id)
+            .count()
     }
 
     /// Receives the client's labels (ascending, checked) into `sink`, frame by frame.
@@ -433,10 +713,21 @@ impl Server {
             let what = missing(&inner);
             drop(inner);
             if run.created.elapsed() >= self.cfg.run_timeout {
+                let others = self.namesakes(run);
+                let hint = if others > 0 {
+                    format!(
+                        "; {others} other submission(s) for run {} carry other parameters (set \
+                         sizes, client certificates or protocol parameters): check that every \
+                         client runs with the same options",
+                        run.name
+                    )
+                } else {
+                    String::new()
+                };
                 self.fail(
                     run,
                     format!(
-                        "{what} within the run timeout of {}",
+                        "{what} within the run timeout of {}{hint}",
                         show_duration(self.cfg.run_timeout)
                     ),
                 );
@@ -444,6 +735,14 @@ impl Server {
             }
             send_status(ch, &Status::Waiting { joined })?;
         }
+    }
+
+    /// The outcome is fixed: the client has the run timeout again (and the grace) for the
+    /// rest of its part (its result, `kmrs_fair`'s opening).
+    fn answer_time(&self, ch: &mut dyn Channel) {
+        ch.set_deadline(
+            Instant::now().checked_add(self.cfg.run_timeout + answer_grace(self.cfg.run_timeout)),
+        );
     }
 
     /// Waits for the intersection: every party's bit vector.
@@ -485,6 +784,7 @@ impl Server {
     fn serve_intersect(&self, ch: &mut dyn Channel, run: &RunState, s: &Submit) -> Result<()> {
         self.store_labels(ch, run, s, false)?;
         let bits = self.wait_results(ch, run)?;
+        self.answer_time(ch);
         Self::send_bits(ch, &bits[s.party as usize - 1])?;
         Self::receipt(ch)
     }
@@ -497,6 +797,7 @@ impl Server {
         let party = s.party;
         let digest = self.store_labels(ch, run, s, true)?.unwrap_or_default();
         let bits = self.wait_results(ch, run)?;
+        self.answer_time(ch);
         let mine = &bits[party as usize - 1];
         let mut nonce = Zeroizing::new([0u8; 32]);
         rand::rng().fill_bytes(&mut *nonce);
@@ -563,9 +864,8 @@ impl Server {
             }
         } else {
             let len = s.label_len as usize;
-            let mut labels = Vec::with_capacity(
-                usize::try_from(s.count.saturating_mul(len as u64)).unwrap_or(0),
-            );
+            // Grown as the labels arrive (their bytes were reserved when party 1 joined).
+            let mut labels = Vec::new();
             let received = Self::receive_labels(ch, s, |frame| {
                 labels.extend_from_slice(frame);
                 Ok(())
@@ -581,6 +881,7 @@ impl Server {
                 |inner| inner.key2.clone(),
                 |_| "party 2 did not toss the key with the server".to_owned(),
             )?;
+            self.answer_time(ch);
             let relabelled = kmrs_size::relabel(&key2, &labels, len);
             drop(labels);
             let relabelled = match relabelled {

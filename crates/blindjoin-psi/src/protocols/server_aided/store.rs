@@ -18,6 +18,12 @@ pub trait Store: Send + Sync {
     /// A short description for logs (e.g. `memory`).
     fn describe(&self) -> String;
 
+    /// Whether the labels are kept in this process's memory (the server counts them against
+    /// its memory budget).
+    fn in_memory(&self) -> bool {
+        false
+    }
+
     /// Starts storing party `party`'s `count` labels of `label_len` bytes for `run` (a key
     /// unique to the run on this server).
     fn writer(
@@ -86,6 +92,10 @@ struct MemoryWriter {
 impl Store for MemoryStore {
     fn describe(&self) -> String {
         "memory".into()
+    }
+
+    fn in_memory(&self) -> bool {
+        true
     }
 
     fn writer(

@@ -6,7 +6,9 @@
 //! ```text
 //! client                                            server
 //!   submit hello {version, protocol, run, party i, parties n,
-//!                 label length ℓ, label count, parameters}   ──▶  checks, joins run `run`
+//!                 label length ℓ, label count, parameters,
+//!                 every client's set size, every client's
+//!                 certificate fingerprint}           ──▶  checks, joins run `run`
 //!                                         ◀──  status: Accepted | Refused(reason)
 //!   labels, ascending, in frames of ≤ 2^16            ──▶  checks the order, stores them
 //!                                         ◀──  status: Waiting {joined} every 5 s, until
@@ -65,7 +67,7 @@ use blindjoin_core::{Error, Result};
 use serde::{Deserialize, Serialize};
 
 /// Version of the client-server messages.
-pub const WIRE_VERSION: u32 = 1;
+pub const WIRE_VERSION: u32 = 2;
 
 /// Name of the client's submit hello.
 pub const MSG_SUBMIT: &str = "the client's submit hello";
@@ -139,6 +141,16 @@ pub struct Submit {
     pub count: u64,
     /// The protocol's parameters (every client of a run must give the same).
     pub params: Vec<(String, String)>,
+    /// Every client's set size as the key agreement announced it, party 1 first (every client
+    /// of a run must give the same). The server accepts from party i exactly the label count
+    /// the protocol derives from `sizes[i − 1]`, so no client submits more guesses than it
+    /// announced to the others.
+    pub sizes: Vec<u64>,
+    /// The certificate fingerprint of every client, party 1 first, as party 1 bound each
+    /// party index to the certificate of its link (every client of a run must give the same),
+    /// or empty if the clients' links are not authenticated. The server accepts party i only
+    /// over a connection authenticated by `identities[i − 1]`.
+    pub identities: Vec<[u8; 32]>,
 }
 
 /// What the server tells a client.
@@ -200,6 +212,8 @@ pub struct KeyMsg {
     pub key: [u8; 16],
     /// The set sizes of parties 1..=n.
     pub sizes: Vec<u64>,
+    /// The certificate fingerprints of parties 1..=n (empty on unauthenticated links).
+    pub identities: Vec<[u8; 32]>,
 }
 
 impl Drop for KeyMsg {
@@ -223,13 +237,16 @@ impl Drop for ShareMsg {
     }
 }
 
-/// P1's opening of the coin toss: every share, its own first, and every set size.
+/// P1's opening of the coin toss: every share, its own first, every set size and every
+/// client's certificate fingerprint.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct OpenMsg {
     /// The shares r_1, …, r_n.
     pub shares: Vec<[u8; 32]>,
     /// The set sizes of parties 1..=n.
     pub sizes: Vec<u64>,
+    /// The certificate fingerprints of parties 1..=n (empty on unauthenticated links).
+    pub identities: Vec<[u8; 32]>,
 }
 
 impl Drop for OpenMsg {
@@ -270,6 +287,30 @@ pub fn check_submit(s: &Submit, max_count: u64) -> std::result::Result<(), Strin
             "{} labels, more than this server's limit of {max_count}",
             s.count
         ));
+    }
+    if s.sizes.len() != s.parties as usize {
+        return Err(format!(
+            "{} set sizes for {} parties",
+            s.sizes.len(),
+            s.parties
+        ));
+    }
+    if !s.identities.is_empty() {
+        if s.identities.len() != s.parties as usize {
+            return Err(format!(
+                "{} client certificates for {} parties",
+                s.identities.len(),
+                s.parties
+            ));
+        }
+        if let Some(i) =
+            (1..s.identities.len()).find(|&i| s.identities[..i].contains(&s.identities[i]))
+        {
+            return Err(format!(
+                "party {} has the certificate of another party: one certificate, one party",
+                i + 1
+            ));
+        }
     }
     Ok(())
 }
