@@ -31,6 +31,10 @@ pub enum Error {
         /// The message we were sending.
         sending: &'static str,
     },
+    /// A listener dropped a connection before checking it to the end: it sent nothing in time,
+    /// or newer connections needed its place (the text says which).
+    #[error("dropped: {0}")]
+    Dropped(String),
     /// A listener's deadline passed and every connection it received was refused.
     #[error(
         "no acceptable peer connected before the run's deadline; {refused} connection(s) refused, the last: {last}"

@@ -165,8 +165,10 @@ fn link_hello(link: &mut Link) -> Result<()> {
     link.send(MSG_LINK_HELLO, LINK_HELLO)?;
     let peer = match link.recv(MSG_LINK_HELLO, 64) {
         Ok(p) => p,
-        // A TLS record header (0x16 0x03 ..) read as a frame length: the peer speaks TLS.
-        Err(Error::FrameTooLong { len, .. }) if len & 0xffff == 0x0316 => {
+        // A TLS record header read as a frame length: the peer speaks TLS. Its content type is
+        // 0x16 (a handshake record: a TLS connector's ClientHello) or 0x15 (an alert: a TLS
+        // listener refusing our plain link hello), its version 0x03 0x0n.
+        Err(Error::FrameTooLong { len, .. }) if matches!(len & 0xffff, 0x0316 | 0x0315) => {
             return Err(Error::Tls(
                 "the peer speaks TLS and this side plain TCP (give both sides the same TLS \
                  options)"
@@ -368,7 +370,7 @@ pub fn accept_each(
             Ok((s, from)) => {
                 if pending >= MAX_PENDING {
                     drop(s);
-                    let e = Error::Tls(format!(
+                    let e = Error::Dropped(format!(
                         "{MAX_PENDING} connections are already being checked"
                     ));
                     refuse(from, &e, &mut refused);

@@ -228,6 +228,32 @@ fn a_plain_listener_names_a_tls_peer() {
 }
 
 #[test]
+fn a_plain_connector_names_a_tls_listener() {
+    // The TLS listener answers the plain link hello with an alert record (15 03 03 ..), which
+    // the connector reads as a frame header: it names the mismatch, not a frame length.
+    let (a, b) = (identity("a"), identity("b"));
+    let mut log = Vec::new();
+    let (le, ce) = pair(
+        |l| {
+            transport::accept(&l, &tls(&a, b.fingerprint(), 1500), &mut |s| {
+                log.push(s.to_owned())
+            })
+        },
+        |addr| transport::connect(&addr, &LinkConfig::plain(limits(1500)), &mut |_| {}),
+    );
+    assert_eq!(
+        ce.unwrap_err().to_string(),
+        "TLS: the peer speaks TLS and this side plain TCP (give both sides the same TLS options)"
+    );
+    assert!(le.is_err());
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert!(
+        log[0].ends_with("TLS: the peer does not speak TLS 1.3 (is it running with --plaintext?)"),
+        "{log:?}"
+    );
+}
+
+#[test]
 fn a_trickling_peer_is_stopped_by_the_deadline() {
     let (l, addr) = {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
