@@ -35,6 +35,15 @@ pub enum Error {
     /// or newer connections needed its place (the text says which).
     #[error("dropped: {0}")]
     Dropped(String),
+    /// A connector reached the peer's listener, was dropped before the link was set up, and then
+    /// found nobody listening there for the whole contact wait: the peer most likely failed.
+    #[error(
+        "the peer stopped listening at {addr} after it was reached; it may have failed (see its log)"
+    )]
+    PeerStopped {
+        /// The address connected to.
+        addr: String,
+    },
     /// A listener's deadline passed and every connection it received was refused.
     #[error(
         "no acceptable peer connected before the run's deadline; {refused} connection(s) refused, the last: {last}"

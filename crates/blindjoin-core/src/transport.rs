@@ -12,8 +12,18 @@
 //! TLS, the certificate check or the link hello within [`LinkConfig::candidate_wait`] is
 //! reported through the caller's log (one line, peer text escaped) and dropped, and the next
 //! connection is tried. The first connection that passes becomes the channel, with the run's
-//! full limits. A connector does not retry after TLS or the link hello fails: its peer was
-//! reached and refused.
+//! full limits.
+//!
+//! The connector retries every 200 ms until the deadline while nobody listens at the address
+//! (connection refused), and also when the listener drops the connection before the link is set
+//! up: it is closed or reset, with no TLS alert, during TLS or before the listener's link hello
+//! arrived. Such a connection was shed by a busy listener, not refused; the connector logs one
+//! line the first time and tries again. Once it has reached a listener so, a refused connection
+//! means the peer stopped listening, most likely because it failed: the connector then retries
+//! only for [`LinkConfig::contact_wait`] (30 s unless set), or until the deadline if that is
+//! nearer, and ends with [`Error::PeerStopped`], which points the user to the peer's log. A connection the peer
+//! refuses (a TLS alert, a certificate other than the one pinned, a wrong link hello) is final:
+//! the peer was reached and refused.
 //!
 //! Everything after the link hello (the session handshake, the protocol) runs over the returned
 //! [`Link`]; a failure there ends the run.
@@ -28,13 +38,20 @@ use std::io::ErrorKind;
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The link hello: the first frame each way on every connection.
 pub const LINK_HELLO: &[u8] = b"blindjoin/link/1";
 
 /// Name of the link hello message.
 pub const MSG_LINK_HELLO: &str = "link hello";
+
+/// How long a connector that reached the listener once keeps retrying while nobody listens
+/// there any more ([`LinkConfig::contact_wait`]'s default).
+pub const CONTACT_WAIT: Duration = Duration::from_secs(30);
+
+/// The pause between two connection attempts.
+const RETRY_PAUSE: Duration = Duration::from_millis(200);
 
 /// How a party connects.
 #[derive(Clone, Debug)]
@@ -45,18 +62,24 @@ pub struct LinkConfig {
     pub limits: Limits,
     /// How long a candidate connection may take to pass TLS and the link hello.
     pub candidate_wait: Duration,
+    /// How long [`connect`] keeps retrying while nobody listens at the address after it reached
+    /// a listener there once (which then dropped the connection): the peer has most likely
+    /// failed, and waiting for the whole deadline would only hide it. [`CONTACT_WAIT`] unless
+    /// set.
+    pub contact_wait: Duration,
     /// Set to stop [`connect`] or [`accept`] while they wait for the peer (they end with
     /// [`Error::Cancelled`] within about 200 ms).
     pub cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl LinkConfig {
-    /// Plain TCP under `limits`, candidates given 10 s.
+    /// Plain TCP under `limits`, candidates given 10 s, a contact wait of [`CONTACT_WAIT`].
     pub fn plain(limits: Limits) -> Self {
         LinkConfig {
             tls: None,
             limits,
             candidate_wait: Duration::from_secs(10),
+            contact_wait: CONTACT_WAIT,
             cancel: None,
         }
     }
@@ -68,12 +91,13 @@ impl LinkConfig {
             .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed))
     }
 
-    /// TLS with `tls` under `limits`, candidates given 10 s.
+    /// TLS with `tls` under `limits`, candidates given 10 s, a contact wait of [`CONTACT_WAIT`].
     pub fn tls(tls: TlsConfig, limits: Limits) -> Self {
         LinkConfig {
             tls: Some(Arc::new(tls)),
             limits,
             candidate_wait: Duration::from_secs(10),
+            contact_wait: CONTACT_WAIT,
             cancel: None,
         }
     }
@@ -210,8 +234,20 @@ fn open(
     Ok(link)
 }
 
-/// Connects to `addr`, retrying while nobody listens there, until the deadline; then TLS and
-/// the link hello. `log` receives one line when the first attempt is refused.
+/// Whether `e`, met by [`open`] on the connecting side, means the listener dropped the
+/// connection before the link was set up: closed or reset, with no TLS alert (that would be
+/// [`Error::Tls`]), before its link hello arrived. Every step of [`open`] that can meet a closed
+/// connection comes before that hello is read (TLS, sending ours, reading the listener's), and
+/// the listener sends its hello before it reads ours, so a listener that refused our hello has
+/// shown its own. Such a connection was shed (a busy listener, or one restarting), not refused.
+fn dropped_early(e: &Error) -> bool {
+    matches!(e, Error::PeerClosed { .. } | Error::SendFailed { .. })
+}
+
+/// Connects to `addr` and runs TLS and the link hello, retrying every 200 ms until the deadline
+/// while nobody listens there or the listener drops the connection before the link is set up
+/// (see the module doc); once the listener was reached, a refused connection is retried only for
+/// [`LinkConfig::contact_wait`]. `log` receives one line the first time each of these happens.
 pub fn connect(addr: &str, cfg: &LinkConfig, log: &mut dyn FnMut(&str)) -> Result<Link> {
     let addrs: Vec<SocketAddr> = addr
         .to_socket_addrs()
@@ -222,45 +258,89 @@ pub fn connect(addr: &str, cfg: &LinkConfig, log: &mut dyn FnMut(&str)) -> Resul
         .map_or(addr, |(h, _)| h)
         .trim_start_matches('[')
         .trim_end_matches(']');
-    let mut told = false;
+    let (mut told_refused, mut told_dropped, mut told_gone) = (false, false, false);
+    // Whether a connection reached the listener (and was dropped before the link was set up).
+    let mut reached = false;
+    // Since when the address refuses connections, after it was reached.
+    let mut gone_since: Option<Instant> = None;
+    let give_up = |gone: bool| {
+        if gone {
+            Error::PeerStopped {
+                addr: addr.to_owned(),
+            }
+        } else {
+            Error::Deadline {
+                during: "the peer to accept our connection",
+            }
+        }
+    };
     loop {
         let mut last = std::io::Error::new(ErrorKind::NotFound, "no address");
+        let mut dropped = None;
         for a in &addrs {
             let wait = cfg
                 .limits
                 .next_wait()
-                .ok_or(Error::Deadline {
-                    during: "the peer to accept our connection",
-                })?
+                .ok_or_else(|| give_up(gone_since.is_some()))?
                 .min(Duration::from_secs(10))
                 .max(Duration::from_millis(1));
             match TcpStream::connect_timeout(a, wait) {
-                Ok(s) => return open(s, cfg, Some(host), cfg.limits),
+                Ok(s) => match open(s, cfg, Some(host), cfg.limits) {
+                    Err(e) if dropped_early(&e) => {
+                        dropped = Some(e);
+                        break;
+                    }
+                    other => return other,
+                },
                 Err(e) => last = e,
             }
         }
-        let retry = matches!(
-            last.kind(),
-            ErrorKind::ConnectionRefused | ErrorKind::TimedOut | ErrorKind::WouldBlock
-        );
-        if !retry {
-            return Err(Error::io(format!("cannot connect to {addr}"), last));
+        if let Some(e) = dropped {
+            reached = true;
+            gone_since = None;
+            if !told_dropped {
+                log(&format!(
+                    "the listener at {addr} dropped our connection before the link was set up \
+                     ({e}); retrying until the deadline"
+                ));
+                told_dropped = true;
+            }
+        } else {
+            let retry = matches!(
+                last.kind(),
+                ErrorKind::ConnectionRefused | ErrorKind::TimedOut | ErrorKind::WouldBlock
+            );
+            if !retry {
+                return Err(Error::io(format!("cannot connect to {addr}"), last));
+            }
+            if reached && last.kind() == ErrorKind::ConnectionRefused {
+                let since = *gone_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= cfg.contact_wait {
+                    return Err(give_up(true));
+                }
+                if !told_gone {
+                    log(&format!(
+                        "nobody accepts connections at {addr} any more ({last}); retrying for \
+                         up to {} s",
+                        cfg.contact_wait.as_secs_f64()
+                    ));
+                    told_gone = true;
+                }
+            } else if !told_refused && !reached {
+                log(&format!(
+                    "nobody accepts connections at {addr} yet ({last}); retrying until the \
+                     deadline"
+                ));
+                told_refused = true;
+            }
         }
         if cfg.limits.expired() {
-            return Err(Error::Deadline {
-                during: "the peer to accept our connection",
-            });
+            return Err(give_up(gone_since.is_some()));
         }
         if cfg.cancelled() {
             return Err(Error::Cancelled);
         }
-        if !told {
-            log(&format!(
-                "nobody accepts connections at {addr} yet ({last}); retrying until the deadline"
-            ));
-            told = true;
-        }
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(RETRY_PAUSE);
     }
 }
 

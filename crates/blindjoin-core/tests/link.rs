@@ -254,6 +254,78 @@ fn a_plain_connector_names_a_tls_listener() {
 }
 
 #[test]
+fn a_connector_dropped_before_tls_retries_and_gets_in() {
+    // The listening port accepts and closes the first connection (a listener shedding it),
+    // then the real listener takes the next one.
+    let (a, b) = (identity("a"), identity("b"));
+    let mut lines = Vec::new();
+    let mut got = None;
+    let (link, ()) = pair(
+        |l| {
+            drop(l.accept().unwrap());
+            transport::accept(&l, &tls(&a, b.fingerprint(), 10_000), &mut |_| {})
+        },
+        |addr| {
+            let mut link = transport::connect(&addr, &tls(&b, a.fingerprint(), 10_000), &mut |s| {
+                lines.push(s.to_owned())
+            })
+            .unwrap();
+            link.send(MSG, b"again").unwrap();
+            got = Some(addr);
+        },
+    );
+    assert_eq!(link.unwrap().recv(MSG, 10).unwrap(), b"again");
+    let addr = got.unwrap();
+    assert_eq!(
+        lines,
+        [format!(
+            "the listener at {addr} dropped our connection before the link was set up (the peer \
+             closed the connection while we waited for the TLS handshake); retrying until the \
+             deadline"
+        )]
+    );
+}
+
+#[test]
+fn a_connector_ends_soon_when_the_listener_it_reached_stops_listening() {
+    // The listening port accepts one connection, closes it and stops listening (a peer that
+    // failed): the connector retries for its contact wait, not until its deadline.
+    let (a, b) = (identity("a"), identity("b"));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let fake = std::thread::spawn(move || drop(l.accept().unwrap()));
+    let mut cfg = tls(&b, a.fingerprint(), 30_000);
+    cfg.contact_wait = Duration::from_secs(1);
+    let mut lines = Vec::new();
+    let start = Instant::now();
+    let e = transport::connect(&addr, &cfg, &mut |s| lines.push(s.to_owned())).unwrap_err();
+    let took = start.elapsed();
+    fake.join().unwrap();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the peer stopped listening at {addr} after it was reached; it may have failed (see \
+             its log)"
+        )
+    );
+    assert!(matches!(e, Error::PeerStopped { .. }), "{e:?}");
+    // About the contact wait (1 s), far from the deadline (30 s).
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "the listener at {addr} dropped our connection before the link was set up"
+        )),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with(&format!("nobody accepts connections at {addr} any more (")),
+        "{lines:?}"
+    );
+    assert!(lines[1].ends_with("); retrying for up to 1 s"), "{lines:?}");
+}
+
+#[test]
 fn a_trickling_peer_is_stopped_by_the_deadline() {
     let (l, addr) = {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();

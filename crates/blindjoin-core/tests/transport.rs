@@ -192,6 +192,34 @@ fn tcp_connection_refused_is_a_clear_error() {
 }
 
 #[test]
+fn a_plain_connector_dropped_before_the_link_hello_retries_and_gets_in() {
+    let (l, addr) = link_pair();
+    let a = addr.clone();
+    let t = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        let mut c = transport::connect(&a, &plain(), &mut |s| lines.push(s.to_owned())).unwrap();
+        c.send(MSG, b"again").unwrap();
+        lines
+    });
+    // The first connection is accepted and closed at once, the next one accepted properly.
+    drop(l.accept().unwrap());
+    let mut s = transport::accept(&l, &plain(), &mut |_| {}).unwrap();
+    assert_eq!(s.recv(MSG, 10).unwrap(), b"again");
+    let lines = t.join().unwrap();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    // Closed or reset, found while sending our link hello or waiting for the listener's.
+    let line = &lines[0];
+    let prefix =
+        format!("the listener at {addr} dropped our connection before the link was set up (the ");
+    assert!(line.starts_with(&prefix), "{line}");
+    assert!(
+        line.ends_with(" link hello); retrying until the deadline")
+            || line.ends_with(" link hello (did the peer stop?)); retrying until the deadline"),
+        "{line}"
+    );
+}
+
+#[test]
 fn bulk_reader_enforces_whole_elements_and_the_agreed_count() {
     let (mut a, mut b) = blindjoin_core::channel::memory::memory_pair(Duration::from_secs(5));
     a.send(MSG, &[1; 64]).unwrap();
