@@ -3,39 +3,54 @@
 //!
 //! ```text
 //! connector                                  listener
-//!   TCP connect (retried while refused) ───▶ accept
+//!   TCP connect (retried while refused) ───▶ accept: a candidate, on a thread of its own
+//!   first byte (ClientHello/link hello) ───▶ within 3 s, or dropped
 //!   TLS 1.3 handshake, both certificates checked (pinned or CA)     [TLS only]
 //!   link hello "blindjoin/link/1"  ◀──────▶  link hello
 //! ```
 //!
-//! The listener keeps accepting until the run's deadline: a connection that fails TCP set-up,
-//! TLS, the certificate check or the link hello within [`LinkConfig::candidate_wait`] is
-//! reported through the caller's log (one line, peer text escaped) and dropped, and the next
-//! connection is tried. The first connection that passes becomes the channel, with the run's
-//! full limits.
+//! **The listener** keeps accepting until the run's deadline and checks each connection, a
+//! candidate, on a thread of its own, so a slow or silent one does not delay the right peer. A
+//! candidate that has sent no byte within [`FIRST_BYTE_WAIT`] (3 s; the connector always speaks
+//! first) is dropped, and one that fails TCP set-up, TLS, the certificate check or the link hello
+//! within [`LinkConfig::candidate_wait`] (10 s unless set) is refused; either is reported through
+//! the caller's log (one line, peer text escaped) and the next connection is tried. The first
+//! connection that passes becomes the channel, with the run's full limits.
 //!
-//! The connector retries every 200 ms until the deadline while nobody listens at the address
-//! (connection refused), and also when the listener drops the connection before the link is set
-//! up: it is closed or reset, with no TLS alert, during TLS or before the listener's link hello
-//! arrived. Such a connection was shed by a busy listener, not refused; the connector logs one
-//! line the first time and tries again. Once it has reached a listener so, a refused connection
-//! means the peer stopped listening, most likely because it failed: the connector then retries
-//! only for [`LinkConfig::contact_wait`] (30 s unless set), or until the deadline if that is
-//! nearer, and ends with [`Error::PeerStopped`], which points the user to the peer's log. A connection the peer
-//! refuses (a TLS alert, a certificate other than the one pinned, a wrong link hello) is final:
-//! the peer was reached and refused.
+//! At most [`MAX_PENDING`] (64) candidates are checked at once, and at most
+//! [`MAX_PENDING_PER_SOURCE`] (8) from one source: an IPv4 address, or an IPv6 /64. A new
+//! connection beyond a cap evicts the oldest candidate, of its own source when that source's cap
+//! is reached and of all sources otherwise: its socket is shut down and the log names it as
+//! dropped. The newest connections are therefore always checked, and connections opened and
+//! left silent cannot keep the right peer out: those from other sources take at most their
+//! sources' slots, and those from the peer's own address are pushed out by the peer's
+//! connection. A right peer pushed out in turn (by eight newer connections from its source, or
+//! 64 in all, before its own check ends) retries, as below. Candidates still being checked when
+//! the listener returns are shut down.
+//!
+//! **The connector** retries every 200 ms until the deadline while nobody listens at the
+//! address (connection refused), and also when the listener drops the connection before the
+//! link is set up: it is closed or reset, with no TLS alert, during TLS or before the listener's
+//! link hello arrived. Such a connection was shed by a busy listener, not refused; the connector
+//! logs one line the first time and tries again. Once it has reached a listener so, a refused
+//! connection means the peer stopped listening, most likely because it failed: the connector
+//! then retries only for [`LinkConfig::contact_wait`] (30 s unless set), or until the deadline
+//! if that is nearer, and ends with [`Error::PeerStopped`], which points the user to the peer's
+//! log. A connection the peer refuses (a TLS alert, a certificate other than the one pinned, a
+//! wrong link hello) is final: the peer was reached and refused.
 //!
 //! Everything after the link hello (the session handshake, the protocol) runs over the returned
 //! [`Link`]; a failure there ends the run.
 
-use crate::channel::clock::Limits;
+use crate::channel::clock::{Limits, map_io};
 use crate::channel::tcp::TcpChannel;
 use crate::channel::tls::{TlsChannel, TlsConfig};
 use crate::channel::{Channel, FrameReceiver, FrameSender};
 use crate::error::peer_text;
 use crate::{Error, Result};
+use std::collections::VecDeque;
 use std::io::ErrorKind;
-use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -347,22 +362,145 @@ pub fn connect(addr: &str, cfg: &LinkConfig, log: &mut dyn FnMut(&str)) -> Resul
 /// Lines of refused connections shown before the listener only counts them.
 const SHOWN_REFUSALS: u64 = 20;
 
-/// Candidate connections checked at once; more are closed at once (and counted as refused).
-const MAX_PENDING: usize = 64;
+/// Candidate connections checked at once. A new connection beyond it evicts the oldest
+/// candidate (see the module doc).
+pub const MAX_PENDING: usize = 64;
 
-/// Checks one accepted connection as a candidate peer: TLS and the link hello within the
-/// candidate wait. A candidate that runs out of that time (not the run's) is reported as a
-/// timeout of its own.
+/// Candidate connections from one source (an IPv4 address, or an IPv6 /64) checked at once. A
+/// new connection from a source that has this many evicts that source's oldest candidate.
+pub const MAX_PENDING_PER_SOURCE: usize = 8;
+
+/// How long a candidate may stay silent before its first byte. The connector always speaks
+/// first (the TLS ClientHello, or the plain link hello, sent as soon as TCP connects), so a
+/// connection that has sent nothing after this long is not a peer; it is dropped well before
+/// [`LinkConfig::candidate_wait`], which bounds the whole TLS handshake and link hello.
+pub const FIRST_BYTE_WAIT: Duration = Duration::from_secs(3);
+
+/// What the listener counts candidates by: the IPv4 address a connection comes from, or the /64
+/// of its IPv6 address (one host commonly holds a whole /64, so a per-address cap would not
+/// bind it). An IPv4 address mapped into IPv6 counts as that IPv4 address.
+fn source_of(from: &SocketAddr) -> IpAddr {
+    match from.ip() {
+        IpAddr::V4(a) => IpAddr::V4(a),
+        IpAddr::V6(a) => match a.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(Ipv6Addr::from(u128::from(a) & !u128::from(u64::MAX))),
+        },
+    }
+}
+
+/// A source as the log names it.
+fn show_source(source: &IpAddr) -> String {
+    match source {
+        IpAddr::V4(a) => a.to_string(),
+        IpAddr::V6(a) => format!("{a}/64"),
+    }
+}
+
+/// Waits up to [`FIRST_BYTE_WAIT`] (or less, as `limits` allow) for the candidate's first byte,
+/// without consuming it.
+fn first_byte(s: &TcpStream, limits: &Limits, run: &Limits) -> Result<()> {
+    const DURING: &str = "the peer's first byte";
+    let window = limits
+        .capped(FIRST_BYTE_WAIT)
+        .next_wait()
+        .ok_or(Error::Deadline { during: DURING })?;
+    let until = Instant::now() + window;
+    let io = |e| Error::io(format!("network error during {DURING}"), e);
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        // A zero timeout would mean "block forever".
+        s.set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .map_err(io)?;
+        match s.peek(&mut [0u8; 1]) {
+            Ok(0) => return Err(Error::PeerClosed { during: DURING }),
+            Ok(_) => return Ok(()),
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(map_io(e, DURING, limits)),
+        }
+    }
+    if run.expired() {
+        return Err(Error::Deadline { during: DURING });
+    }
+    // In whole milliseconds: the window was measured from a deadline set just before.
+    let ms = (window.as_secs_f64() * 1e3).round() / 1e3;
+    Err(Error::Dropped(format!(
+        "no byte arrived within {ms} s (a blindjoin peer speaks first)"
+    )))
+}
+
+/// Checks one accepted connection as a candidate peer: its first byte within
+/// [`FIRST_BYTE_WAIT`], then TLS and the link hello within the candidate wait. A candidate that
+/// runs out of that time (not the run's) is reported as a timeout of its own.
 fn check_candidate(s: TcpStream, cfg: &LinkConfig) -> Result<Link> {
     let limits = cfg.limits.capped(cfg.candidate_wait);
     s.set_nonblocking(false)
         .map_err(|e| Error::io("cannot configure the connection", e))?;
+    first_byte(&s, &limits, &cfg.limits)?;
     match open(s, cfg, None, limits) {
         Err(Error::Deadline { during }) if !cfg.limits.expired() => Err(Error::Timeout {
             during,
             secs: cfg.candidate_wait.as_secs_f64(),
         }),
         other => other,
+    }
+}
+
+/// A connection being checked by a thread of its own.
+struct Candidate {
+    /// Its number, in the order of acceptance.
+    id: u64,
+    from: SocketAddr,
+    source: IpAddr,
+    /// A second handle to its socket, to shut it down when it is evicted.
+    socket: TcpStream,
+}
+
+/// The candidates being checked, oldest first. Those still pending when the listener returns
+/// are shut down, so their threads end at once.
+#[derive(Default)]
+struct Candidates(VecDeque<Candidate>);
+
+impl Drop for Candidates {
+    fn drop(&mut self) {
+        for c in &self.0 {
+            // Best effort: the connection may be gone already.
+            let _ = c.socket.shutdown(Shutdown::Both);
+        }
+    }
+}
+
+impl Candidates {
+    /// Takes candidate `id` off the list (`None`: it was evicted).
+    fn take(&mut self, id: u64) -> Option<Candidate> {
+        let at = self.0.iter().position(|c| c.id == id)?;
+        self.0.remove(at)
+    }
+
+    /// The candidate to evict for a new connection from `source`, and why: the source's oldest
+    /// if it has [`MAX_PENDING_PER_SOURCE`] pending, the oldest of all if [`MAX_PENDING`] are.
+    fn victim(&self, source: &IpAddr) -> Option<(usize, String)> {
+        let mine = self.0.iter().filter(|c| c.source == *source).count();
+        if mine >= MAX_PENDING_PER_SOURCE {
+            let at = self.0.iter().position(|c| c.source == *source)?;
+            return Some((
+                at,
+                format!(
+                    "{MAX_PENDING_PER_SOURCE} newer connections from {} are waiting to be checked",
+                    show_source(source)
+                ),
+            ));
+        }
+        (self.0.len() >= MAX_PENDING).then(|| {
+            (
+                0,
+                format!("{MAX_PENDING} newer connections are waiting to be checked"),
+            )
+        })
     }
 }
 
@@ -403,7 +541,9 @@ pub fn accept_many(
 /// Accepts connections on `listener` and hands each that passes TLS and the link hello to
 /// `on_link` (with its address, under the run's limits) until `on_link` breaks, the deadline
 /// passes or the configuration is cancelled; a server's accept loop. Candidates are checked
-/// concurrently (at most 64 at once); refused ones are reported through `log`.
+/// concurrently, within the caps of [`MAX_PENDING`] and [`MAX_PENDING_PER_SOURCE`] (a new
+/// connection evicts the oldest candidate beyond them); refused and evicted ones are reported
+/// through `log`.
 pub fn accept_each(
     listener: &TcpListener,
     cfg: &LinkConfig,
@@ -412,8 +552,9 @@ pub fn accept_each(
 ) -> Result<()> {
     let setup = |e| Error::io("cannot wait for a connection", e);
     listener.set_nonblocking(true).map_err(setup)?;
-    let (done_tx, done_rx) = std::sync::mpsc::channel::<(SocketAddr, Result<Link>)>();
-    let mut pending = 0usize;
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<(u64, Result<Link>)>();
+    let mut pending = Candidates::default();
+    let mut next_id = 0u64;
     let mut refused = 0u64;
     let mut accepted = 0u64;
     let mut last_refusal = String::new();
@@ -432,42 +573,69 @@ pub fn accept_each(
         }
     };
     loop {
-        // Results of the candidates checked so far.
-        while let Ok((from, result)) = done_rx.try_recv() {
-            pending -= 1;
+        // Results of the candidates checked so far; an evicted candidate's is dropped (it was
+        // reported when it was evicted).
+        while let Ok((id, result)) = done_rx.try_recv() {
+            let Some(c) = pending.take(id) else {
+                continue;
+            };
             match result {
                 Ok(mut link) => {
                     link.set_limits(cfg.limits);
                     accepted += 1;
-                    if on_link(link, from).is_break() {
+                    if on_link(link, c.from).is_break() {
                         return Ok(());
                     }
                 }
-                Err(e) => refuse(from, &e, &mut refused),
+                Err(e) => refuse(c.from, &e, &mut refused),
             }
         }
         match listener.accept() {
             Ok((s, from)) => {
-                if pending >= MAX_PENDING {
-                    drop(s);
-                    let e = Error::Dropped(format!(
-                        "{MAX_PENDING} connections are already being checked"
-                    ));
-                    refuse(from, &e, &mut refused);
-                    continue;
+                let source = source_of(&from);
+                if let Some((at, why)) = pending.victim(&source)
+                    && let Some(old) = pending.0.remove(at)
+                {
+                    // Its thread's next read or write fails, and the thread ends.
+                    let _ = old.socket.shutdown(Shutdown::Both);
+                    refuse(old.from, &Error::Dropped(why), &mut refused);
                 }
-                pending += 1;
+                let socket = match s.try_clone() {
+                    Ok(socket) => socket,
+                    Err(e) => {
+                        let e = Error::io("cannot keep a handle to the connection", e);
+                        refuse(from, &e, &mut refused);
+                        continue;
+                    }
+                };
+                let id = next_id;
+                next_id += 1;
                 let (cfg, tx) = (cfg.clone(), done_tx.clone());
-                std::thread::spawn(move || {
-                    // The listener may have returned already; then the candidate is dropped.
-                    let _ = tx.send((from, check_candidate(s, &cfg)));
-                });
+                let spawned =
+                    std::thread::Builder::new()
+                        .name("candidate".into())
+                        .spawn(move || {
+                            // The listener may have returned already; then the candidate is dropped.
+                            let _ = tx.send((id, check_candidate(s, &cfg)));
+                        });
+                match spawned {
+                    Ok(_) => pending.0.push_back(Candidate {
+                        id,
+                        from,
+                        source,
+                        socket,
+                    }),
+                    Err(e) => {
+                        let e = Error::io("cannot start a thread to check the connection", e);
+                        refuse(from, &e, &mut refused);
+                    }
+                }
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => {
                 if cfg.cancelled() {
                     return Err(Error::Cancelled);
                 }
-                if cfg.limits.expired() && pending == 0 {
+                if cfg.limits.expired() && pending.0.is_empty() {
                     if refused > 0 && accepted == 0 {
                         return Err(Error::NoAcceptablePeer {
                             refused,
@@ -490,5 +658,28 @@ pub fn accept_each(
                 ) => {}
             Err(e) => return Err(setup(e)),
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_count_by_ipv4_address_or_ipv6_64() {
+        let src = |s: &str| source_of(&s.parse().unwrap());
+        assert_eq!(src("192.0.2.7:443"), src("192.0.2.7:50000"));
+        assert_ne!(src("192.0.2.7:443"), src("192.0.2.8:443"));
+        // One /64, whatever the interface part; the next /64 is another source.
+        assert_eq!(src("[2001:db8:1:2::1]:9"), src("[2001:db8:1:2:ffff::5]:9"));
+        assert_ne!(src("[2001:db8:1:2::1]:9"), src("[2001:db8:1:3::1]:9"));
+        // A mapped IPv4 address is that IPv4 address.
+        assert_eq!(src("[::ffff:192.0.2.7]:1"), src("192.0.2.7:2"));
+        assert_eq!(show_source(&src("192.0.2.7:443")), "192.0.2.7");
+        assert_eq!(
+            show_source(&src("[2001:db8:1:2:3:4:5:6]:9")),
+            "2001:db8:1:2::/64"
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! Channels and the handshake: frames round-trip; bad lengths, closed peers, timeouts and every
-//! kind of parameter mismatch end in the right error, on both sides where both can see it.
+//! kind of parameter mismatch end in the right error, on both sides where both can see it; a
+//! connector dropped before the link hello retries.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::Error;
