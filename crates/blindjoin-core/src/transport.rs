@@ -6,7 +6,8 @@
 //!   TCP connect (retried while refused) ───▶ accept: a candidate, on a thread of its own
 //!   first byte (ClientHello/link hello) ───▶ within 3 s, or dropped
 //!   TLS 1.3 handshake, both certificates checked (pinned or CA)     [TLS only]
-//!   link hello "blindjoin/link/1"  ◀──────▶  link hello
+//!   link hello "blindjoin/link/1"       ───▶ checked
+//!                                       ◀─── link hello (the candidate has passed)
 //! ```
 //!
 //! **The listener** keeps accepting until the run's deadline and checks each connection, a
@@ -24,9 +25,12 @@
 //! dropped. The newest connections are therefore always checked, and connections opened and
 //! left silent cannot keep the right peer out: those from other sources take at most their
 //! sources' slots, and those from the peer's own address are pushed out by the peer's
-//! connection. A right peer pushed out in turn (by eight newer connections from its source, or
-//! 64 in all, before its own check ends) retries, as below. Candidates still being checked when
-//! the listener returns are shut down.
+//! connection. A candidate that has passed is never evicted: the listener reads the connector's
+//! link hello before it sends its own, and sends it only once the candidate is out of
+//! eviction's reach, so a connector that has the listener's hello holds a link the listener
+//! keeps. A right peer pushed out before it passes (by eight newer connections from its source,
+//! or 64 in all) retries, as below. Candidates still being checked when the listener returns
+//! are shut down.
 //!
 //! **The connector** retries every 200 ms until the deadline while nobody listens at the
 //! address (connection refused), and also when the listener drops the connection before the
@@ -53,6 +57,7 @@ use std::io::ErrorKind;
 use std::net::{IpAddr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::ops::ControlFlow;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 /// The link hello: the first frame each way on every connection.
@@ -199,9 +204,35 @@ impl Channel for Link {
     }
 }
 
-/// Exchanges link hellos on a fresh connection.
+/// The connector's link hello: ours, then the listener's.
 fn link_hello(link: &mut Link) -> Result<()> {
     link.send(MSG_LINK_HELLO, LINK_HELLO)?;
+    recv_link_hello(link)
+}
+
+/// The listener's link hello: the connector's first (a connector always speaks first), then
+/// ours once `commit` agrees. The connector takes the link as set up only when our hello
+/// arrives, so a candidate evicted before `commit` is one its connector sees dropped (and
+/// retries), never one it believes is set up. A wrong hello is answered with ours all the same,
+/// so that a connector of another version, or speaking TLS to a plain listener, meets the
+/// mismatch (a final error) rather than a dropped connection.
+fn listener_hello(link: &mut Link, commit: &dyn Fn() -> bool) -> Result<()> {
+    match recv_link_hello(link) {
+        Ok(()) if commit() => link.send(MSG_LINK_HELLO, LINK_HELLO),
+        Ok(()) => Err(Error::Dropped(
+            "evicted while its link hello was checked".into(),
+        )),
+        Err(e @ (Error::Malformed { .. } | Error::FrameTooLong { .. } | Error::Tls(_))) => {
+            // Best effort: the connection is refused either way.
+            let _ = link.send(MSG_LINK_HELLO, LINK_HELLO);
+            Err(e)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads and checks the peer's link hello.
+fn recv_link_hello(link: &mut Link) -> Result<()> {
     let peer = match link.recv(MSG_LINK_HELLO, 64) {
         Ok(p) => p,
         // A TLS record header read as a frame length: the peer speaks TLS. Its content type is
@@ -233,18 +264,24 @@ pub fn check_link_hello(frame: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// TLS (if configured) and the link hello on a connected stream, under `limits`.
-fn open(
+/// TLS (if configured) on a connected stream, under `limits`: as the client naming
+/// `server_name`, or as the server (`None`).
+fn secure(
     stream: TcpStream,
     cfg: &LinkConfig,
     server_name: Option<&str>,
     limits: Limits,
 ) -> Result<Link> {
-    let mut link = match (&cfg.tls, server_name) {
+    Ok(match (&cfg.tls, server_name) {
         (None, _) => Link::Tcp(TcpChannel::new(stream, limits)?),
         (Some(tls), Some(name)) => Link::Tls(TlsChannel::client(stream, tls, name, limits)?),
         (Some(tls), None) => Link::Tls(TlsChannel::server(stream, tls, limits)?),
-    };
+    })
+}
+
+/// The connector's side of a connected stream: TLS (if configured) and the link hello.
+fn open(stream: TcpStream, cfg: &LinkConfig, server_name: &str) -> Result<Link> {
+    let mut link = secure(stream, cfg, Some(server_name), cfg.limits)?;
     link_hello(&mut link)?;
     Ok(link)
 }
@@ -253,8 +290,9 @@ fn open(
 /// connection before the link was set up: closed or reset, with no TLS alert (that would be
 /// [`Error::Tls`]), before its link hello arrived. Every step of [`open`] that can meet a closed
 /// connection comes before that hello is read (TLS, sending ours, reading the listener's), and
-/// the listener sends its hello before it reads ours, so a listener that refused our hello has
-/// shown its own. Such a connection was shed (a busy listener, or one restarting), not refused.
+/// a listener that refuses our hello sends its own first, so the refusal shows as a mismatch.
+/// Such a connection was shed (a busy listener, a candidate evicted for newer connections, a
+/// listener restarting), not refused.
 fn dropped_early(e: &Error) -> bool {
     matches!(e, Error::PeerClosed { .. } | Error::SendFailed { .. })
 }
@@ -300,7 +338,7 @@ pub fn connect(addr: &str, cfg: &LinkConfig, log: &mut dyn FnMut(&str)) -> Resul
                 .min(Duration::from_secs(10))
                 .max(Duration::from_millis(1));
             match TcpStream::connect_timeout(a, wait) {
-                Ok(s) => match open(s, cfg, Some(host), cfg.limits) {
+                Ok(s) => match open(s, cfg, host) {
                     Err(e) if dropped_early(&e) => {
                         dropped = Some(e);
                         break;
@@ -436,12 +474,22 @@ fn first_byte(s: &TcpStream, limits: &Limits, run: &Limits) -> Result<()> {
 /// Checks one accepted connection as a candidate peer: its first byte within
 /// [`FIRST_BYTE_WAIT`], then TLS and the link hello within the candidate wait. A candidate that
 /// runs out of that time (not the run's) is reported as a timeout of its own.
-fn check_candidate(s: TcpStream, cfg: &LinkConfig) -> Result<Link> {
+fn check_candidate(s: TcpStream, cfg: &LinkConfig, state: &AtomicU8) -> Result<Link> {
     let limits = cfg.limits.capped(cfg.candidate_wait);
-    s.set_nonblocking(false)
-        .map_err(|e| Error::io("cannot configure the connection", e))?;
-    first_byte(&s, &limits, &cfg.limits)?;
-    match open(s, cfg, None, limits) {
+    let checked = (|| {
+        s.set_nonblocking(false)
+            .map_err(|e| Error::io("cannot configure the connection", e))?;
+        first_byte(&s, &limits, &cfg.limits)?;
+        let mut link = secure(s, cfg, None, limits)?;
+        let commit = || {
+            state
+                .compare_exchange(CHECKING, COMMITTED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        };
+        listener_hello(&mut link, &commit)?;
+        Ok(link)
+    })();
+    match checked {
         Err(Error::Deadline { during }) if !cfg.limits.expired() => Err(Error::Timeout {
             during,
             secs: cfg.candidate_wait.as_secs_f64(),
@@ -449,6 +497,14 @@ fn check_candidate(s: TcpStream, cfg: &LinkConfig) -> Result<Link> {
         other => other,
     }
 }
+
+/// A candidate still being checked: the accept loop may evict it.
+const CHECKING: u8 = 0;
+/// A candidate that passed and is sending the listener's link hello: its connector is about to
+/// take the link as set up, so it is no longer evicted.
+const COMMITTED: u8 = 1;
+/// A candidate the accept loop evicted: its thread must not send the listener's link hello.
+const EVICTED: u8 = 2;
 
 /// A connection being checked by a thread of its own.
 struct Candidate {
@@ -458,18 +514,35 @@ struct Candidate {
     source: IpAddr,
     /// A second handle to its socket, to shut it down when it is evicted.
     socket: TcpStream,
+    /// [`CHECKING`], [`COMMITTED`] or [`EVICTED`], shared with its thread.
+    state: Arc<AtomicU8>,
 }
 
-/// The candidates being checked, oldest first. Those still pending when the listener returns
-/// are shut down, so their threads end at once.
+impl Candidate {
+    /// Evicts the candidate unless it has committed, and shuts its socket down if so.
+    fn evict(&self) -> bool {
+        let evicted = self
+            .state
+            .compare_exchange(CHECKING, EVICTED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        if evicted {
+            // Its thread's next read or write fails, and the thread ends. Best effort: the
+            // connection may be gone already.
+            let _ = self.socket.shutdown(Shutdown::Both);
+        }
+        evicted
+    }
+}
+
+/// The candidates being checked, oldest first. Those still being checked when the listener
+/// returns are shut down, so their threads end at once.
 #[derive(Default)]
 struct Candidates(VecDeque<Candidate>);
 
 impl Drop for Candidates {
     fn drop(&mut self) {
         for c in &self.0 {
-            // Best effort: the connection may be gone already.
-            let _ = c.socket.shutdown(Shutdown::Both);
+            c.evict();
         }
     }
 }
@@ -481,26 +554,36 @@ impl Candidates {
         self.0.remove(at)
     }
 
-    /// The candidate to evict for a new connection from `source`, and why: the source's oldest
-    /// if it has [`MAX_PENDING_PER_SOURCE`] pending, the oldest of all if [`MAX_PENDING`] are.
-    fn victim(&self, source: &IpAddr) -> Option<(usize, String)> {
+    /// Evicts the oldest candidate that `pick` chooses and has not committed, and takes it off
+    /// the list.
+    fn evict_oldest(&mut self, pick: impl Fn(&Candidate) -> bool) -> Option<Candidate> {
+        let at = self.0.iter().position(|c| pick(c) && c.evict())?;
+        self.0.remove(at)
+    }
+
+    /// Makes room for a new connection from `source`: evicts the source's oldest candidate if
+    /// it has [`MAX_PENDING_PER_SOURCE`] pending, the oldest of all if [`MAX_PENDING`] are, and
+    /// returns it with the reason. Candidates that have committed are passed over (they end
+    /// within one send); if all have, none is evicted and the caps are exceeded briefly.
+    fn make_room(&mut self, source: &IpAddr) -> Option<(Candidate, String)> {
         let mine = self.0.iter().filter(|c| c.source == *source).count();
-        if mine >= MAX_PENDING_PER_SOURCE {
-            let at = self.0.iter().position(|c| c.source == *source)?;
-            return Some((
-                at,
-                format!(
-                    "{MAX_PENDING_PER_SOURCE} newer connections from {} are waiting to be checked",
-                    show_source(source)
-                ),
-            ));
+        if mine >= MAX_PENDING_PER_SOURCE
+            && let Some(c) = self.evict_oldest(|c| c.source == *source)
+        {
+            let why = format!(
+                "{MAX_PENDING_PER_SOURCE} newer connections from {} are waiting to be checked",
+                show_source(source)
+            );
+            return Some((c, why));
         }
-        (self.0.len() >= MAX_PENDING).then(|| {
-            (
-                0,
-                format!("{MAX_PENDING} newer connections are waiting to be checked"),
-            )
-        })
+        if self.0.len() < MAX_PENDING {
+            return None;
+        }
+        let c = self.evict_oldest(|_| true)?;
+        Some((
+            c,
+            format!("{MAX_PENDING} newer connections are waiting to be checked"),
+        ))
     }
 }
 
@@ -593,11 +676,7 @@ pub fn accept_each(
         match listener.accept() {
             Ok((s, from)) => {
                 let source = source_of(&from);
-                if let Some((at, why)) = pending.victim(&source)
-                    && let Some(old) = pending.0.remove(at)
-                {
-                    // Its thread's next read or write fails, and the thread ends.
-                    let _ = old.socket.shutdown(Shutdown::Both);
+                if let Some((old, why)) = pending.make_room(&source) {
                     refuse(old.from, &Error::Dropped(why), &mut refused);
                 }
                 let socket = match s.try_clone() {
@@ -610,20 +689,22 @@ pub fn accept_each(
                 };
                 let id = next_id;
                 next_id += 1;
-                let (cfg, tx) = (cfg.clone(), done_tx.clone());
-                let spawned =
-                    std::thread::Builder::new()
-                        .name("candidate".into())
-                        .spawn(move || {
-                            // The listener may have returned already; then the candidate is dropped.
-                            let _ = tx.send((id, check_candidate(s, &cfg)));
-                        });
+                let state = Arc::new(AtomicU8::new(CHECKING));
+                let (cfg, tx, shared) = (cfg.clone(), done_tx.clone(), state.clone());
+                let check = move || {
+                    // If the listener has returned, the candidate is dropped.
+                    let _ = tx.send((id, check_candidate(s, &cfg, &shared)));
+                };
+                let spawned = std::thread::Builder::new()
+                    .name("candidate".into())
+                    .spawn(check);
                 match spawned {
                     Ok(_) => pending.0.push_back(Candidate {
                         id,
                         from,
                         source,
                         socket,
+                        state,
                     }),
                     Err(e) => {
                         let e = Error::io("cannot start a thread to check the connection", e);

@@ -428,7 +428,7 @@ fn a_silent_candidate_is_dropped_after_the_first_byte_wait() {
 fn a_plain_listener_names_a_tls_peer() {
     let (a, b) = (identity("a"), identity("b"));
     let mut log = Vec::new();
-    let (le, _) = pair(
+    let (le, ce) = pair(
         |l| {
             transport::accept(&l, &LinkConfig::plain(limits(1500)), &mut |s| {
                 log.push(s.to_owned())
@@ -437,6 +437,12 @@ fn a_plain_listener_names_a_tls_peer() {
         |addr| transport::connect(&addr, &tls(&b, a.fingerprint(), 1500), &mut |_| {}),
     );
     assert!(le.is_err());
+    // The listener answers with its plain link hello before it closes: the connector's error
+    // is final, not a retry.
+    assert_eq!(
+        ce.unwrap_err().to_string(),
+        "TLS: the peer does not speak TLS 1.3 (is it running with --plaintext?)"
+    );
     assert!(
         log[0].ends_with("TLS: the peer speaks TLS and this side plain TCP (give both sides the same TLS options)"),
         "{log:?}"
