@@ -31,6 +31,19 @@ pub enum Error {
         /// The message we were sending.
         sending: &'static str,
     },
+    /// A listener dropped a connection before checking it to the end: it sent nothing in time,
+    /// or newer connections needed its place (the text says which).
+    #[error("dropped: {0}")]
+    Dropped(String),
+    /// A connector reached the peer's listener, was dropped before the link was set up, and then
+    /// found nobody listening there for the whole contact wait: the peer most likely failed.
+    #[error(
+        "the peer stopped listening at {addr} after it was reached; it may have failed (see its log)"
+    )]
+    PeerStopped {
+        /// The address connected to.
+        addr: String,
+    },
     /// A listener's deadline passed and every connection it received was refused.
     #[error(
         "no acceptable peer connected before the run's deadline; {refused} connection(s) refused, the last: {last}"

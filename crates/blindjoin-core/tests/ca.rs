@@ -69,6 +69,7 @@ impl Ca {
             Limits::new(Duration::from_secs(3), Duration::from_secs(3)),
         );
         c.candidate_wait = Duration::from_millis(800);
+        c.contact_wait = Duration::from_millis(500);
         c
     }
 }

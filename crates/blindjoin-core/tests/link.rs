@@ -1,7 +1,11 @@
 //! Connections between parties: TLS 1.3 with pinned certificates both ways, the channel
 //! binding, a relay between two TLS sessions caught by the handshake, a listener that drops
-//! wrong, silent and garbage connections and still accepts the right peer, and the deadline
-//! against a peer that trickles bytes.
+//! wrong, silent and garbage connections and still accepts the right peer (also with 1,000
+//! silent connections held from another address, 200 from the peer's own, or every slot taken),
+//! a silent candidate dropped after the first-byte wait, a connector that retries when it is
+//! dropped before TLS and gives up soon when the listener it reached stops listening, a plain
+//! connector told that the listener speaks TLS, and the deadline against a peer that trickles
+//! bytes.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::Error;
@@ -11,8 +15,10 @@ use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
 use blindjoin_core::handshake::{Role, SessionConfig, handshake};
 use blindjoin_core::transport::{self, Link, LinkConfig};
 use blindjoin_testkit::rng;
+use socket2::{Domain, Socket, Type};
 use std::io::Write;
-use std::net::{TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 const MSG: &str = "a test frame";
@@ -192,7 +198,13 @@ fn the_listener_drops_garbage_silent_and_plain_connections_then_accepts_the_peer
             }
             let _silent = TcpStream::connect(&addr).unwrap();
             let plain = LinkConfig::plain(limits(3000));
-            assert!(transport::connect(&addr, &plain, &mut |_| {}).is_err());
+            assert_eq!(
+                transport::connect(&addr, &plain, &mut |_| {})
+                    .unwrap_err()
+                    .to_string(),
+                "TLS: the peer speaks TLS and this side plain TCP (give both sides the same TLS \
+                 options)"
+            );
             let mut link =
                 transport::connect(&addr, &tls(&b, a.fingerprint(), 20_000), &mut |_| {}).unwrap();
             link.send(MSG, b"hi").unwrap();
@@ -208,11 +220,215 @@ fn the_listener_drops_garbage_silent_and_plain_connections_then_accepts_the_peer
     assert!(log[19].ends_with("(further refusals are counted, one line per 1000)"));
 }
 
+/// `n` connections to `addr` from the loopback address `from` (all of 127/8 is loopback on
+/// Linux), each bound there before connecting; they send nothing. They are opened in bursts of
+/// 50 with a pause between: a burst fits the listen queue (128), where an unbroken stream would
+/// outpace the accept loop, and the kernel would drop connections, each retried after a second.
+fn silent_from(from: &str, addr: SocketAddr, n: usize) -> Vec<TcpStream> {
+    let local: SocketAddr = format!("{from}:0").parse().unwrap();
+    (0..n)
+        .map(|k| {
+            if k % 50 == 49 {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+            s.bind(&local.into()).unwrap();
+            s.connect(&addr.into()).unwrap();
+            s.into()
+        })
+        .collect()
+}
+
+/// What a listener saw: `accept_each`'s result, the first link with its address, the log.
+type Heard = (
+    blindjoin_core::Result<()>,
+    Option<(Link, SocketAddr)>,
+    Vec<String>,
+);
+
+/// Runs `accept_each` on `l` in a thread until the first link passes.
+fn listen(l: TcpListener, cfg: LinkConfig) -> std::thread::JoinHandle<Heard> {
+    std::thread::spawn(move || {
+        let (mut log, mut got) = (Vec::new(), None);
+        let r = transport::accept_each(
+            &l,
+            &cfg,
+            &mut |s| log.push(s.to_owned()),
+            &mut |link, from| {
+                got = Some((link, from));
+                ControlFlow::Break(())
+            },
+        );
+        (r, got, log)
+    })
+}
+
+/// Connects the right peer (`me`, pinning `listener`) to `addr` and checks that the listener's
+/// link is this connection: the same address and port, and a frame sent over it arrives.
+fn the_peer_gets_in(
+    me: &Identity,
+    listener: &Identity,
+    addr: SocketAddr,
+    heard: std::thread::JoinHandle<Heard>,
+) -> (Duration, Vec<String>) {
+    let start = Instant::now();
+    let mut link = transport::connect(
+        &addr.to_string(),
+        &tls(me, listener.fingerprint(), 30_000),
+        &mut |_| {},
+    )
+    .unwrap();
+    let took = start.elapsed();
+    let ours = link.socket().unwrap().local_addr().unwrap();
+    link.send(MSG, b"in").unwrap();
+    let (r, got, log) = heard.join().unwrap();
+    r.unwrap();
+    let (mut theirs, from) = got.unwrap();
+    assert_eq!(from, ours);
+    assert_eq!(theirs.recv(MSG, 10).unwrap(), b"in");
+    (took, log)
+}
+
+/// A listener configuration with the candidate wait of a real run (10 s).
+fn listening(me: &Identity, peer: &Identity) -> LinkConfig {
+    let mut cfg = tls(me, peer.fingerprint(), 60_000);
+    cfg.candidate_wait = Duration::from_secs(10);
+    cfg
+}
+
+#[test]
+fn a_thousand_silent_connections_from_another_address_do_not_keep_the_peer_out() {
+    let (a, b) = (identity("a"), identity("b"));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let heard = listen(l, listening(&a, &b));
+    let silent = silent_from("127.0.0.2", addr, 1000);
+    let (took, log) = the_peer_gets_in(&b, &a, addr, heard);
+    eprintln!(
+        "the peer connected in {:.1} ms while 1000 silent connections from 127.0.0.2 were held",
+        took.as_secs_f64() * 1e3
+    );
+    // 992 of them were pushed out by newer ones from their address (20 lines shown); none
+    // delayed the peer, whose address had none pending.
+    assert!(log.len() >= 20, "{log:?}");
+    let dropped = "dropped: 8 newer connections from 127.0.0.2 are waiting to be checked";
+    for (k, line) in log.iter().take(20).enumerate() {
+        let port = silent[k].local_addr().unwrap().port();
+        let mut want = format!("refused a connection from 127.0.0.2:{port}: {dropped}");
+        if k == 19 {
+            want.push_str(" (further refusals are counted, one line per 1000)");
+        }
+        assert_eq!(*line, want);
+    }
+    assert!(
+        log.iter()
+            .all(|l| l.starts_with("refused a connection from 127.0.0.2:")),
+        "{log:?}"
+    );
+    drop(silent);
+}
+
+#[test]
+fn silent_connections_from_the_peers_own_address_are_pushed_out_by_the_peer() {
+    let (a, b) = (identity("a"), identity("b"));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let heard = listen(l, listening(&a, &b));
+    // Opened before the peer connects, from its address: the peer's connection is the newest.
+    let silent = silent_from("127.0.0.1", addr, 200);
+    let (took, log) = the_peer_gets_in(&b, &a, addr, heard);
+    eprintln!(
+        "the peer connected in {:.1} ms after 200 silent connections from its own address",
+        took.as_secs_f64() * 1e3
+    );
+    let dropped = "dropped: 8 newer connections from 127.0.0.1 are waiting to be checked";
+    assert!(log.len() >= 20, "{log:?}");
+    for (k, line) in log.iter().take(19).enumerate() {
+        let port = silent[k].local_addr().unwrap().port();
+        assert_eq!(
+            *line,
+            format!("refused a connection from 127.0.0.1:{port}: {dropped}")
+        );
+    }
+    drop(silent);
+}
+
+#[test]
+fn with_every_slot_taken_the_peer_pushes_out_the_oldest_candidate() {
+    // Eight silent connections from each of eight addresses fill the 64 slots; the peer comes
+    // from a ninth and evicts the oldest of all.
+    let (a, b) = (identity("a"), identity("b"));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let heard = listen(l, listening(&a, &b));
+    let silent: Vec<TcpStream> = (2..=9)
+        .flat_map(|k| silent_from(&format!("127.0.0.{k}"), addr, 8))
+        .collect();
+    let (_, log) = the_peer_gets_in(&b, &a, addr, heard);
+    let oldest = silent[0].local_addr().unwrap();
+    assert_eq!(
+        log[0],
+        format!(
+            "refused a connection from {oldest}: dropped: 64 newer connections are waiting to \
+             be checked"
+        )
+    );
+    // Only a slow machine (more than 3 s for these connections) shows more: silent ones
+    // dropped for want of a first byte.
+    assert!(
+        log[1..]
+            .iter()
+            .all(|l| l
+                .ends_with("dropped: no byte arrived within 3 s (a blindjoin peer speaks first)")),
+        "{log:?}"
+    );
+    drop(silent);
+}
+
+#[test]
+fn a_silent_candidate_is_dropped_after_the_first_byte_wait() {
+    // One connection sends nothing, another one byte: the first is dropped after 3 s, the
+    // second is given until its candidate wait (here cut by the run's deadline, 4.5 s).
+    let (a, b) = (identity("a"), identity("b"));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let mut cfg = tls(&a, b.fingerprint(), 4500);
+    cfg.candidate_wait = Duration::from_secs(10);
+    let heard = listen(l, cfg);
+    let silent = TcpStream::connect(addr).unwrap();
+    let mut one = TcpStream::connect(addr).unwrap();
+    one.write_all(&[0x16]).unwrap();
+    let (r, got, log) = heard.join().unwrap();
+    assert!(got.is_none());
+    let last = "the run's deadline passed while waiting for the TLS handshake";
+    assert_eq!(
+        log,
+        [
+            format!(
+                "refused a connection from {}: dropped: no byte arrived within 3 s (a blindjoin \
+                 peer speaks first)",
+                silent.local_addr().unwrap()
+            ),
+            format!(
+                "refused a connection from {}: {last}",
+                one.local_addr().unwrap()
+            ),
+        ]
+    );
+    match r {
+        Err(Error::NoAcceptablePeer {
+            refused: 2,
+            last: l,
+        }) => assert_eq!(l, last),
+        other => panic!("expected no acceptable peer, got {other:?}"),
+    }
+}
+
 #[test]
 fn a_plain_listener_names_a_tls_peer() {
     let (a, b) = (identity("a"), identity("b"));
     let mut log = Vec::new();
-    let (le, _) = pair(
+    let (le, ce) = pair(
         |l| {
             transport::accept(&l, &LinkConfig::plain(limits(1500)), &mut |s| {
                 log.push(s.to_owned())
@@ -221,10 +437,114 @@ fn a_plain_listener_names_a_tls_peer() {
         |addr| transport::connect(&addr, &tls(&b, a.fingerprint(), 1500), &mut |_| {}),
     );
     assert!(le.is_err());
+    // The listener answers with its plain link hello before it closes: the connector's error
+    // is final, not a retry.
+    assert_eq!(
+        ce.unwrap_err().to_string(),
+        "TLS: the peer does not speak TLS 1.3 (is it running with --plaintext?)"
+    );
     assert!(
         log[0].ends_with("TLS: the peer speaks TLS and this side plain TCP (give both sides the same TLS options)"),
         "{log:?}"
     );
+}
+
+#[test]
+fn a_plain_connector_names_a_tls_listener() {
+    // The TLS listener answers the plain link hello with an alert record (15 03 03 ..), which
+    // the connector reads as a frame header: it names the mismatch, not a frame length.
+    let (a, b) = (identity("a"), identity("b"));
+    let mut log = Vec::new();
+    let (le, ce) = pair(
+        |l| {
+            transport::accept(&l, &tls(&a, b.fingerprint(), 1500), &mut |s| {
+                log.push(s.to_owned())
+            })
+        },
+        |addr| transport::connect(&addr, &LinkConfig::plain(limits(1500)), &mut |_| {}),
+    );
+    assert_eq!(
+        ce.unwrap_err().to_string(),
+        "TLS: the peer speaks TLS and this side plain TCP (give both sides the same TLS options)"
+    );
+    assert!(le.is_err());
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert!(
+        log[0].ends_with("TLS: the peer does not speak TLS 1.3 (is it running with --plaintext?)"),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn a_connector_dropped_before_tls_retries_and_gets_in() {
+    // The listening port accepts and closes the first connection (a listener shedding it),
+    // then the real listener takes the next one.
+    let (a, b) = (identity("a"), identity("b"));
+    let mut lines = Vec::new();
+    let mut got = None;
+    let (link, ()) = pair(
+        |l| {
+            drop(l.accept().unwrap());
+            transport::accept(&l, &tls(&a, b.fingerprint(), 10_000), &mut |_| {})
+        },
+        |addr| {
+            let mut link = transport::connect(&addr, &tls(&b, a.fingerprint(), 10_000), &mut |s| {
+                lines.push(s.to_owned())
+            })
+            .unwrap();
+            link.send(MSG, b"again").unwrap();
+            got = Some(addr);
+        },
+    );
+    assert_eq!(link.unwrap().recv(MSG, 10).unwrap(), b"again");
+    let addr = got.unwrap();
+    assert_eq!(
+        lines,
+        [format!(
+            "the listener at {addr} dropped our connection before the link was set up (the peer \
+             closed the connection while we waited for the TLS handshake); retrying until the \
+             deadline"
+        )]
+    );
+}
+
+#[test]
+fn a_connector_ends_soon_when_the_listener_it_reached_stops_listening() {
+    // The listening port accepts one connection, closes it and stops listening (a peer that
+    // failed): the connector retries for its contact wait, not until its deadline.
+    let (a, b) = (identity("a"), identity("b"));
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let fake = std::thread::spawn(move || drop(l.accept().unwrap()));
+    let mut cfg = tls(&b, a.fingerprint(), 30_000);
+    cfg.contact_wait = Duration::from_secs(1);
+    let mut lines = Vec::new();
+    let start = Instant::now();
+    let e = transport::connect(&addr, &cfg, &mut |s| lines.push(s.to_owned())).unwrap_err();
+    let took = start.elapsed();
+    fake.join().unwrap();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "the peer stopped listening at {addr} after it was reached; it may have failed (see \
+             its log)"
+        )
+    );
+    assert!(matches!(e, Error::PeerStopped { .. }), "{e:?}");
+    // About the contact wait (1 s), far from the deadline (30 s).
+    assert!(took < Duration::from_secs(15), "{took:?}");
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(
+        lines[0].starts_with(&format!(
+            "the listener at {addr} dropped our connection before the link was set up"
+        )),
+        "{lines:?}"
+    );
+    assert!(
+        lines[1].starts_with(&format!("nobody accepts connections at {addr} any more (")),
+        "{lines:?}"
+    );
+    assert!(lines[1].ends_with("); retrying for up to 1 s"), "{lines:?}");
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Channels and the handshake: frames round-trip; bad lengths, closed peers, timeouts and every
-//! kind of parameter mismatch end in the right error, on both sides where both can see it.
+//! kind of parameter mismatch end in the right error, on both sides where both can see it; a
+//! connector dropped before the link hello retries.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use blindjoin_core::Error;
@@ -189,6 +190,120 @@ fn tcp_connection_refused_is_a_clear_error() {
         ),
         "{e}"
     );
+}
+
+#[test]
+fn a_plain_connector_dropped_before_the_link_hello_retries_and_gets_in() {
+    let (l, addr) = link_pair();
+    let a = addr.clone();
+    let t = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        let mut c = transport::connect(&a, &plain(), &mut |s| lines.push(s.to_owned())).unwrap();
+        c.send(MSG, b"again").unwrap();
+        lines
+    });
+    // The first connection is accepted and closed at once, the next one accepted properly.
+    drop(l.accept().unwrap());
+    let mut s = transport::accept(&l, &plain(), &mut |_| {}).unwrap();
+    assert_eq!(s.recv(MSG, 10).unwrap(), b"again");
+    let lines = t.join().unwrap();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    // Closed or reset, found while sending our link hello or waiting for the listener's.
+    let line = &lines[0];
+    let prefix =
+        format!("the listener at {addr} dropped our connection before the link was set up (the ");
+    assert!(line.starts_with(&prefix), "{line}");
+    assert!(
+        line.ends_with(" link hello); retrying until the deadline")
+            || line.ends_with(" link hello (did the peer stop?)); retrying until the deadline"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_listener_answers_a_wrong_link_hello_with_its_own_before_closing() {
+    // A connector of another version learns of the mismatch (a final error), not of a dropped
+    // connection (which it would retry).
+    let (l, addr) = link_pair();
+    let t = std::thread::spawn(move || {
+        let mut log = Vec::new();
+        let short = LinkConfig::plain(Limits::new(
+            Duration::from_millis(1500),
+            Duration::from_secs(1),
+        ));
+        let e = transport::accept(&l, &short, &mut |s| log.push(s.to_owned())).unwrap_err();
+        (e, log)
+    });
+    let mut raw = TcpStream::connect(&addr).unwrap();
+    raw.write_all(&16u32.to_le_bytes()).unwrap();
+    raw.write_all(b"blindjoin/link/9").unwrap();
+    let mut answer = Vec::new();
+    std::io::Read::read_to_end(&mut raw, &mut answer).unwrap();
+    let mut want = 16u32.to_le_bytes().to_vec();
+    want.extend_from_slice(transport::LINK_HELLO);
+    assert_eq!(answer, want);
+    let (e, log) = t.join().unwrap();
+    assert!(
+        matches!(e, Error::NoAcceptablePeer { refused: 1, .. }),
+        "{e}"
+    );
+    assert_eq!(log.len(), 1, "{log:?}");
+    assert!(
+        log[0].ends_with(
+            "malformed link hello from the peer: the peer is not a blindjoin endpoint of this \
+             version (it sent `blindjoin/link/9`)"
+        ),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn a_burst_of_connectors_from_one_address_all_get_in_and_keep_their_links() {
+    // 100 connectors at once from one address: far more than the listener checks at once from
+    // one source, so it evicts candidates all along; each evicted connector retries. Every one
+    // gets in exactly once, and the link each one holds is the one the listener accepted (a
+    // candidate whose check has finished is never evicted).
+    const N: usize = 100;
+    let (l, addr) = link_pair();
+    let cfg = LinkConfig::plain(Limits::new(
+        Duration::from_secs(60),
+        Duration::from_secs(20),
+    ));
+    let server_cfg = cfg.clone();
+    let server = std::thread::spawn(move || {
+        let mut echoes = Vec::new();
+        transport::accept_each(&l, &server_cfg, &mut |_| {}, &mut |mut link, _| {
+            echoes.push(std::thread::spawn(move || {
+                let got = link.recv(MSG, 8).unwrap();
+                link.send(MSG, &got).unwrap();
+            }));
+            if echoes.len() == N {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        })
+        .unwrap();
+        for e in echoes {
+            e.join().unwrap();
+        }
+    });
+    let clients: Vec<_> = (0..N as u64)
+        .map(|k| {
+            let (addr, cfg) = (addr.clone(), cfg.clone());
+            std::thread::spawn(move || {
+                let mut c = transport::connect(&addr, &cfg, &mut |_| {}).unwrap();
+                c.send(MSG, &k.to_le_bytes()).unwrap();
+                c.recv(MSG, 8).unwrap() == k.to_le_bytes()
+            })
+        })
+        .collect();
+    let echoed = clients
+        .into_iter()
+        .filter_map(|c| c.join().unwrap().then_some(()))
+        .count();
+    assert_eq!(echoed, N);
+    server.join().unwrap();
 }
 
 #[test]

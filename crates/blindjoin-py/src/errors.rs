@@ -39,6 +39,7 @@ impl Kind {
                 Error::PeerClosed { .. }
                 | Error::SendFailed { .. }
                 | Error::NoAcceptablePeer { .. }
+                | Error::PeerStopped { .. }
                 | Error::Timeout { .. }
                 | Error::Deadline { .. }
                 | Error::Tls(_)
