@@ -13,6 +13,13 @@
 //!   its matched items and the values (rows) they stand for. Each is written to a temporary
 //!   name and renamed, so a file that exists is whole.
 //!
+//! The directory holds a hash of every key of the input and the receiver's matched rows, so it
+//! is private: the directory and every directory under it are created with mode 0700, every
+//! file with mode 0600 (at creation, never widened). A `--resume DIR` that already exists must
+//! be a directory of ours that neither group nor others may use (mode 0700 or narrower); any
+//! other is refused with a line saying so, rather than changed under the user's feet. A
+//! missing `done/` is created again (0700).
+//!
 //! A run given a directory with both manifests **resumes** the run they describe: it names the
 //! old run id in the run handshake (parameter `resume`), so both parties must resume the same
 //! run; it reuses the spill and the partition key without reading the input again (the input
@@ -31,8 +38,9 @@ use crate::error::{CliError, CliResult};
 use crate::input::RowSource;
 use crate::report::hex;
 use serde::{Deserialize, Serialize};
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Manifest of the spill (see the [module doc](self)).
@@ -134,14 +142,83 @@ fn corrupt(path: &Path, what: &str) -> CliError {
     ))
 }
 
-/// Writes `bytes` to `path` whole or not at all (a temporary name, synced, then renamed).
+/// Creates the directory `path` and its missing parents, each private to the user (mode 0700);
+/// a directory that exists is left as it is.
+pub fn create_private_dir(path: &Path) -> CliResult<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(|e| file_error(path, e))
+}
+
+/// Creates the new file `path` private to the user (mode 0600); an existing file is an error,
+/// so the mode is always the one given here.
+pub fn create_private_file(path: &Path) -> CliResult<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| file_error(path, e))
+}
+
+/// Writes `bytes` to `path` whole or not at all (a new private file under a temporary name,
+/// synced, then renamed, and the directory synced).
 fn write_whole(path: &Path, bytes: &[u8]) -> CliResult<()> {
     let tmp = path.with_extension("tmp");
-    let mut f = File::create(&tmp).map_err(|e| file_error(&tmp, e))?;
+    // What an interrupted write left; created anew so that its mode is ours.
+    remove_if_present(&tmp)?;
+    let mut f = create_private_file(&tmp)?;
     f.write_all(bytes)
         .and_then(|()| f.sync_all())
         .map_err(|e| file_error(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| file_error(path, e))
+    std::fs::rename(&tmp, path).map_err(|e| file_error(path, e))?;
+    if let Some(dir) = path.parent()
+        && let Ok(d) = File::open(dir)
+    {
+        // Best effort: the record is in place; this makes its name durable.
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+fn remove_if_present(path: &Path) -> CliResult<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(file_error(path, e)),
+    }
+}
+
+/// Refuses an existing run directory that is not private to this user.
+fn check_private(path: &Path, meta: &std::fs::Metadata) -> CliResult<()> {
+    if !meta.is_dir() {
+        return Err(CliError::Usage(format!(
+            "{}: not a directory; --resume names the directory of a run's state",
+            path.display()
+        )));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(CliError::Usage(format!(
+            "{}: owned by another user; a run directory must be this user's own (name a new \
+             directory)",
+            path.display()
+        )));
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(CliError::Usage(format!(
+            "{}: group or others have access (mode {mode:04o}), and a run directory holds a \
+             hash of every key and the matched rows: make it private (chmod 700 {}) or name a \
+             new directory",
+            path.display(),
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> CliResult<Option<T>> {
@@ -167,7 +244,11 @@ impl RunDir {
     /// Opens (creating it if missing) the run directory `path`. With both manifests it is a
     /// run to resume; otherwise whatever an unfinished start left is removed.
     pub fn open(path: &Path) -> CliResult<RunDir> {
-        std::fs::create_dir_all(path).map_err(|e| file_error(path, e))?;
+        match std::fs::metadata(path) {
+            Ok(meta) => check_private(path, &meta)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_private_dir(path)?,
+            Err(e) => return Err(file_error(path, e)),
+        }
         let spill: Option<SpillState> = read_json(&path.join(SPILL_JSON))?;
         let run: Option<RunState> = read_json(&path.join(RUN_JSON))?;
         let mut dir = RunDir {
@@ -177,6 +258,10 @@ impl RunDir {
         };
         if dir.spill.is_none() || dir.run.is_none() {
             dir.clear()?;
+        } else {
+            // The records of a run go in `done/`, created with the run's manifest: if it was
+            // removed, no bucket is recorded finished, and the run goes on from there.
+            create_private_dir(&dir.done_dir())?;
         }
         Ok(dir)
     }
@@ -213,7 +298,7 @@ impl RunDir {
 
     /// Records the run once the counts are exchanged.
     pub fn save_run(&mut self, state: RunState) -> CliResult<()> {
-        std::fs::create_dir_all(self.done_dir()).map_err(|e| file_error(&self.done_dir(), e))?;
+        create_private_dir(&self.done_dir())?;
         write_json(&self.path.join(RUN_JSON), &state)?;
         self.run = Some(state);
         Ok(())
@@ -264,13 +349,8 @@ impl RunDir {
     /// Removes what the run keeps (the manifests, the spill, the finished buckets), and the
     /// directory itself if that leaves it empty.
     pub fn clear(&mut self) -> CliResult<()> {
-        for name in [RUN_JSON, SPILL_JSON] {
-            let path = self.path.join(name);
-            match std::fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(file_error(&path, e)),
-            }
+        for name in [RUN_JSON, SPILL_JSON, "run.tmp", "spill.tmp"] {
+            remove_if_present(&self.path.join(name))?;
         }
         for dir in [self.spill_dir(), self.done_dir()] {
             match std::fs::remove_dir_all(&dir) {

@@ -7,7 +7,10 @@
 //! compare as byte strings) and written back, which counts its distinct items. A bucket's
 //! session loads its sorted file: the distinct items in order, and for each the rows carrying
 //! it, which are what a match at the item stands for. The directory is removed when the split
-//! is dropped.
+//! is dropped, so also when the run fails.
+//!
+//! The records are unsalted hashes of the input's keys, so the directory is private: created
+//! with mode 0700, each bucket's file with mode 0600.
 
 use crate::bucket::Partition;
 use crate::bucketed::{Loaded, Split};
@@ -16,10 +19,12 @@ use crate::input::Format;
 use crate::input::{InputSpec, RowSink, RowSource, read_rows};
 use crate::normalize::Normalizer;
 use crate::report::Phase;
+use crate::rundir::{create_private_dir, create_private_file};
 use blindjoin_core::item::{ITEM_LEN, Item};
 use rayon::prelude::*;
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -168,26 +173,24 @@ pub fn spill(
 ) -> CliResult<Spilled> {
     let t = Instant::now();
     let dir = match &input.place {
-        Place::Temp(Some(d)) => tempfile::Builder::new()
-            .prefix("blindjoin-buckets-")
-            .tempdir_in(d)
-            .map(Dir::Temp)
-            .map_err(|e| io_error(d, e))?,
-        Place::Temp(None) => tempfile::Builder::new()
-            .prefix("blindjoin-buckets-")
-            .tempdir()
-            .map(Dir::Temp)
-            .map_err(|e| io_error(&std::env::temp_dir(), e))?,
+        Place::Temp(d) => {
+            let base = d.clone().unwrap_or_else(std::env::temp_dir);
+            tempfile::Builder::new()
+                .prefix("blindjoin-buckets-")
+                .permissions(std::fs::Permissions::from_mode(0o700))
+                .tempdir_in(&base)
+                .map(Dir::Temp)
+                .map_err(|e| io_error(&base, e))?
+        }
         Place::Kept(d) => {
-            std::fs::create_dir_all(d).map_err(|e| io_error(d, e))?;
+            create_private_dir(d)?;
             Dir::Kept(d.clone())
         }
     };
     let b = partition.buckets() as usize;
     let mut writers = Vec::with_capacity(b);
     for p in 0..b {
-        let path = bucket_path(dir.path(), p);
-        let f = File::create(&path).map_err(|e| io_error(&path, e))?;
+        let f = create_private_file(&bucket_path(dir.path(), p))?;
         writers.push(BufWriter::with_capacity(WRITE_BUFFER, f));
     }
     let mut sink = SpillSink {

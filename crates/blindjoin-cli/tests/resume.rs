@@ -1,0 +1,384 @@
+//! End to end, two `blindjoin` processes over loopback TCP: what a bucketed run keeps on disk
+//! (its run directory and its temporary spill) is private, and an interrupted run resumes
+//! without serving a bucket twice unless the sender allows it.
+#![allow(missing_docs, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_blindjoin"));
+    c.arg("--threads").arg("1");
+    c
+}
+
+/// Starts `cmd` with `args`, listening on an ephemeral loopback port; returns it and the
+/// address.
+fn spawn_listener_cmd(mut cmd: Command, args: &[&str]) -> (Child, String, BufReader<ChildStderr>) {
+    let mut child = cmd
+        .args(args)
+        .args(["--listen", "127.0.0.1:0"])
+        .args(["--deadline", "60s", "--idle-timeout", "20s"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    let addr = line
+        .strip_prefix("listening on ")
+        .and_then(|r| r.split(',').next())
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_owned();
+    (child, addr, err)
+}
+
+fn spawn_listener(args: &[&str]) -> (Child, String, BufReader<ChildStderr>) {
+    spawn_listener_cmd(bin(), args)
+}
+
+/// Waits for a listener; returns its exit code and the rest of its stderr.
+fn finish(mut child: Child, mut err: BufReader<ChildStderr>) -> (Option<i32>, String) {
+    let status = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    (status.code(), rest)
+}
+
+fn run(args: &[&str]) -> Output {
+    bin().args(args).output().unwrap()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Reads a CSV file as (header, records).
+fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let header = r.headers().unwrap().iter().map(str::to_owned).collect();
+    let rows = r
+        .records()
+        .map(|rec| rec.unwrap().iter().map(str::to_owned).collect())
+        .collect();
+    (header, rows)
+}
+
+/// The rows of `a` whose trimmed, lower-cased `email` occurs in `b`, in file order.
+fn expected_email_rows(a: &Path, b: &Path) -> Vec<Vec<String>> {
+    let (ha, ra) = read_csv(a);
+    let (hb, rb) = read_csv(b);
+    let ca = ha.iter().position(|h| h == "email").unwrap();
+    let cb = hb.iter().position(|h| h == "email").unwrap();
+    let key = |v: &str| v.trim().to_lowercase();
+    let theirs: HashSet<String> = rb
+        .iter()
+        .map(|r| key(&r[cb]))
+        .filter(|k| !k.is_empty())
+        .collect();
+    ra.into_iter()
+        .filter(|r| {
+            let k = key(&r[ca]);
+            !k.is_empty() && theirs.contains(&k)
+        })
+        .collect()
+}
+
+fn generate(dir: &Path, size: &str, other: &str, overlap: &str, seed: &str) -> (PathBuf, PathBuf) {
+    let (a, b) = (dir.join("a.csv"), dir.join("b.csv"));
+    let out = run(&[
+        "gen",
+        "--size",
+        size,
+        "--other-size",
+        other,
+        "--overlap",
+        overlap,
+        "--seed",
+        seed,
+        s(&a),
+        s(&b),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (a, b)
+}
+
+/// The one error line of a failed command's stderr (the last line; notes may come first).
+fn one_error_line(stderr: &str) -> String {
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("blindjoin: error: "))
+        .collect();
+    assert_eq!(errors.len(), 1, "expected one error line, got: {stderr}");
+    assert_eq!(stderr.lines().last(), Some(errors[0]), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    errors[0].to_owned()
+}
+
+fn assert_one_line_error(out: &Output, needles: &[&str]) {
+    assert!(!out.status.success());
+    let line = one_error_line(&String::from_utf8_lossy(&out.stderr));
+    for n in needles {
+        assert!(line.contains(n), "`{n}` missing from: {line}");
+    }
+}
+
+/// The bucket records a run directory holds.
+fn finished_buckets(run_dir: &Path) -> HashSet<String> {
+    match std::fs::read_dir(run_dir.join("done")) {
+        Ok(entries) => entries
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".bin"))
+            .collect(),
+        Err(_) => HashSet::new(),
+    }
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+/// Checks that `root` and every directory under it has mode 0700 and every file mode 0600;
+/// returns the files' paths relative to `root`.
+fn assert_private_tree(root: &Path) -> Vec<String> {
+    assert_eq!(mode(root), 0o700, "{}", root.display());
+    let mut files = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                assert_eq!(mode(&path), 0o700, "{}", path.display());
+                stack.push(path);
+            } else {
+                assert!(meta.is_file(), "{}", path.display());
+                assert_eq!(mode(&path), 0o600, "{}", path.display());
+                let rel = path.strip_prefix(root).unwrap();
+                files.push(rel.to_str().unwrap().to_owned());
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn signal(child: &Child, sig: libc::c_int) {
+    // SAFETY: kill has no memory-safety preconditions; the child has not been reaped.
+    let rc = unsafe { libc::kill(child.id() as libc::pid_t, sig) };
+    assert_eq!(rc, 0, "kill({}, {sig})", child.id());
+}
+
+/// The entries of a directory, by name.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Polls `cond` every millisecond for up to 60 s; `alive` must hold meanwhile.
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool, mut alive: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !cond() {
+        assert!(alive(), "ended before {what}");
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no {what} within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+const COMMON: [&str; 8] = [
+    "--column",
+    "email",
+    "--normalize",
+    "email",
+    "--protocol",
+    "ecdh",
+    "--buckets",
+    "32",
+];
+
+#[test]
+fn a_bucketed_runs_spill_is_private_and_removed_when_the_run_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "6000", "5000", "1500", "41");
+    let expected = expected_email_rows(&a, &b);
+    let (rtmp, stmp) = (dir.path().join("r-tmp"), dir.path().join("s-tmp"));
+    std::fs::create_dir(&rtmp).unwrap();
+    std::fs::create_dir(&stmp).unwrap();
+    let out = dir.path().join("out.csv");
+    let mut receiver = bin();
+    receiver.env("TMPDIR", &rtmp);
+    let mut rargs = vec!["receive", "--input", s(&a), "--output", s(&out)];
+    rargs.extend(COMMON);
+    let (mut recv, addr, err) = spawn_listener_cmd(receiver, &rargs);
+    let mut sargs = vec!["send", "--connect", &addr, "--input", s(&b)];
+    sargs.extend(COMMON);
+    let send = bin()
+        .env("TMPDIR", &stmp)
+        .args(&sargs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // Once the receiver's 32 bucket files exist, it is stopped while they are looked at.
+    let spill = || -> Option<PathBuf> {
+        let e = std::fs::read_dir(&rtmp).ok()?.next()?.ok()?;
+        Some(e.path())
+    };
+    let mut alive = || recv.try_wait().unwrap().is_none();
+    wait_until(
+        "the receiver's spill",
+        || spill().is_some_and(|d| std::fs::read_dir(d).is_ok_and(|e| e.count() == 32)),
+        &mut alive,
+    );
+    signal(&recv, libc::SIGSTOP);
+    let d = spill().unwrap();
+    assert!(
+        d.file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("blindjoin-buckets-")
+    );
+    let files = assert_private_tree(&d);
+    let want: Vec<String> = (0..32).map(|p| format!("bucket-{p:05}.bin")).collect();
+    assert_eq!(files, want);
+    signal(&recv, libc::SIGCONT);
+
+    let sent = send.wait_with_output().unwrap();
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let (code, stderr) = finish(recv, err);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(read_csv(&out).1, expected);
+    // Both spills are gone with their runs.
+    assert_eq!(entries(&rtmp), Vec::<String>::new());
+    assert_eq!(entries(&stmp), Vec::<String>::new());
+}
+
+/// Starts a resumable run (receiver listening, sender connecting) and kills the receiver once
+/// it has recorded `after` buckets finished; the sender then fails.
+fn interrupted_run(a: &Path, b: &Path, out: &Path, rdir: &Path, sdir: &Path, after: usize) {
+    let mut rargs = vec!["receive", "--input", s(a), "--output", s(out)];
+    rargs.extend(["--resume", s(rdir)]);
+    rargs.extend(COMMON);
+    let (mut recv, addr, _err) = spawn_listener(&rargs);
+    let mut sargs = vec!["send", "--connect", &addr, "--input", s(b)];
+    sargs.extend(["--resume", s(sdir)]);
+    sargs.extend(COMMON);
+    let send = bin()
+        .args(&sargs)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut alive = || recv.try_wait().unwrap().is_none();
+    wait_until(
+        "the receiver's records",
+        || finished_buckets(rdir).len() >= after,
+        &mut alive,
+    );
+    recv.kill().unwrap();
+    recv.wait().unwrap();
+    let sent = send.wait_with_output().unwrap();
+    assert!(!sent.status.success());
+    assert!(!out.exists());
+}
+
+#[test]
+fn run_directories_are_private_and_a_shared_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "6000", "5000", "1500", "43");
+    let (rdir, sdir) = (dir.path().join("r-run"), dir.path().join("s-run"));
+    let out = dir.path().join("out.csv");
+    interrupted_run(&a, &b, &out, &rdir, &sdir, 4);
+    for (side, d) in [("receiver", &rdir), ("sender", &sdir)] {
+        let files = assert_private_tree(d);
+        for f in [
+            "run.json",
+            "spill.json",
+            "spill/bucket-00000.bin",
+            "spill/bucket-00031.bin",
+        ] {
+            assert!(
+                files.contains(&f.to_owned()),
+                "{side}: {f} missing: {files:?}"
+            );
+        }
+        assert!(
+            files.iter().any(|f| f.starts_with("done/bucket-")),
+            "{side}: {files:?}"
+        );
+    }
+
+    // An existing directory that group or others may use is refused, before connecting, and
+    // left as it was.
+    let shared = dir.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let started = Instant::now();
+    let mut args = vec![
+        "receive",
+        "--connect",
+        "127.0.0.1:9",
+        "--deadline",
+        "30s",
+        "--input",
+        s(&a),
+        "--output",
+        s(&out),
+        "--resume",
+        s(&shared),
+    ];
+    args.extend(COMMON);
+    let refused = run(&args);
+    let shown = format!(
+        "{}: group or others have access (mode 0750)",
+        shared.display()
+    );
+    assert_one_line_error(&refused, &[&shown, "chmod 700"]);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(mode(&shared), 0o750);
+    assert!(!out.exists());
+    // A new directory is made private, its missing parents too.
+    let nested = dir.path().join("p/q/run");
+    let mut args = vec![
+        "receive",
+        "--connect",
+        "127.0.0.1:9",
+        "--deadline",
+        "1s",
+        "--input",
+        s(&a),
+        "--resume",
+        s(&nested),
+    ];
+    args.extend(COMMON);
+    assert!(!run(&args).status.success());
+    assert_eq!(mode(&dir.path().join("p")), 0o700);
+    assert_eq!(mode(&dir.path().join("p/q")), 0o700);
+    assert_eq!(mode(&nested), 0o700);
+}
