@@ -20,7 +20,7 @@ use crate::report::{
     BucketStats, InputStats, IntersectionStats, Phase, RunReport, hex, human_bytes, peak_rss_bytes,
     process_cpu_seconds,
 };
-use crate::rundir::{Fingerprint, RunDir, SpillState, key_hex};
+use crate::rundir::{Fingerprint, ResumeOptions, RunDir, SpillState, key_hex};
 use crate::spill::SpillSplit;
 use blindjoin_core::channel::metered::Metered;
 use blindjoin_core::channel::transcript::Transcript;
@@ -129,8 +129,9 @@ pub struct FileParty<'a> {
     pub party: Party,
     /// Input file.
     pub input: &'a Path,
-    /// A resumable bucketed run's directory (`--resume`; [`crate::rundir`]).
-    pub resume: Option<&'a Path>,
+    /// A resumable bucketed run's directory (`--resume`; [`crate::rundir`]) and what its
+    /// resume may do.
+    pub resume: Option<(&'a Path, ResumeOptions)>,
     /// The input's format (`None`: by [`Format::of_input`]).
     pub format: Option<Format>,
     /// Key columns (empty: one key per line, or the only column of a Parquet file).
@@ -200,7 +201,7 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
         place: crate::spill::Place::Temp(None),
     };
     let run_dir = match p.resume {
-        Some(dir) => Some(Arc::new(Mutex::new(RunDir::open(dir)?))),
+        Some((dir, options)) => Some(Arc::new(Mutex::new(RunDir::open_with(dir, options)?))),
         None => None,
     };
     let stream_source = source.clone();
@@ -577,6 +578,7 @@ pub fn run_party(
             parallel: b.buckets.parallel,
             dummies: b.dummies,
             kept: b.kept,
+            rerun: b.rerun.clone(),
         };
         b.close();
         stats
@@ -712,7 +714,15 @@ pub fn run_cli(
             },
         },
         input: &o.keys.input,
-        resume: o.resume.as_deref(),
+        resume: o.resume.as_deref().map(|dir| {
+            let b = bars.clone();
+            let note: crate::rundir::Note = Arc::new(move |line: &str| b.println(line));
+            let options = ResumeOptions {
+                allow_rerun: o.allow_rerun,
+                note: Some(note),
+            };
+            (dir, options)
+        }),
         format: o.keys.format,
         columns: &o.keys.column,
         value_column,

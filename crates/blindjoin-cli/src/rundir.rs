@@ -9,30 +9,45 @@
 //!   written once the spill is complete;
 //! - `run.json`: the run id, the protocol, the role and both distinct counts, written once the
 //!   counts are exchanged;
-//! - `done/bucket-NNNNN.bin`: a finished bucket: the id of its session, and for the receiver
-//!   its matched items and the values (rows) they stand for. Each is written to a temporary
-//!   name and renamed, so a file that exists is whole.
+//! - `done/bucket-NNNNN.bin`: a bucket's record: the receiver's once the bucket's session has
+//!   given its matches (the id of the session, the matched items and the values (rows) they
+//!   stand for), the sender's before it serves the bucket. Each is written to a temporary name
+//!   and renamed, so a file that exists is whole.
 //!
 //! The directory holds a hash of every key of the input and the receiver's matched rows, so it
 //! is private: the directory and every directory under it are created with mode 0700, every
 //! file with mode 0600 (at creation, never widened). A `--resume DIR` that already exists must
 //! be a directory of ours that neither group nor others may use (mode 0700 or narrower); any
-//! other is refused with a line saying so, rather than changed under the user's feet. A
-//! missing `done/` is created again (0700).
+//! other is refused with a line saying so, rather than changed under the user's feet.
 //!
 //! A run given a directory with both manifests **resumes** the run they describe: it names the
 //! old run id in the run handshake (parameter `resume`), so both parties must resume the same
 //! run; it reuses the spill and the partition key without reading the input again (the input
 //! must have the same length and modification time); after the counts (which must be the
-//! recorded ones) both parties exchange which buckets they have finished, and the buckets both
-//! have finished are kept. Every other bucket runs again from scratch, with fresh randomness and
-//! fresh dummies, as a session of the new run. A directory without both manifests starts a new
-//! run (whatever an earlier, unfinished start left there is removed). When the run has
+//! recorded ones) both parties exchange which buckets they have recorded (the receiver's
+//! first), and the buckets both recorded are kept. A directory without both manifests starts
+//! a new run (whatever an earlier, unfinished start left there is removed). When the run has
 //! succeeded and the output is in place, the directory's contents are removed.
 //!
-//! A bucket counts as finished for the receiver once its session has given its matches, for
-//! the sender once its session has ended; a bucket only one of them finished runs again. What
-//! a run again reveals is what its first run revealed: the same items meet the same items.
+//! **The sender's record is authoritative.** The receiver records a bucket once its session has
+//! given its matches; the sender records it before its session begins, since from then on the
+//! receiver may learn the bucket's result. A bucket the sender recorded is therefore one the
+//! receiver may already have queried, whatever the receiver's record says, and the receiver's
+//! record cannot be checked: a receiver that removes its records would get a fresh session for
+//! each bucket it removed, another query of the sender's bucket with items of its choosing,
+//! which multiplies the bound the malicious-secure protocols put on what one session lets a
+//! receiver query.
+//! So a bucket the sender recorded and the receiver did not is not served again: the sender
+//! refuses the resume with one line naming the buckets, and the receiver fails with the
+//! sender's reason, unless the sender's operator passes `--allow-rerun`; then both name the
+//! buckets served again (in a line, and in the report's `rerun`). Buckets neither party
+//! recorded, or only the receiver, run again from scratch (the sender never began them), with
+//! fresh randomness and fresh dummies, as sessions of the new run. An honest run interrupted
+//! mid-bucket leaves at most one such bucket per lane: its resume needs `--allow-rerun`, which
+//! the sender's operator grants knowing the run was interrupted, not tampered with.
+//!
+//! A receiver whose `done/` is missing has no record (it is created again, 0700); a sender's
+//! missing `done/` would forget what it served, so that run is refused (start a new run).
 
 use crate::error::{CliError, CliResult};
 use crate::input::RowSource;
@@ -112,12 +127,34 @@ pub struct RunState {
 /// A finished bucket, as recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finished {
-    /// The id of the bucket's session.
+    /// The id of the bucket's session (zeros in the sender's record, written before the session
+    /// begins).
     pub session: [u8; 32],
     /// The receiver's matched distinct items.
     pub matched: u64,
     /// The values they stand for (the receiver's; empty for the sender).
     pub values: Vec<u64>,
+}
+
+/// Told one line for the user (a note beside the progress display).
+pub type Note = std::sync::Arc<dyn Fn(&str) + Send + Sync>;
+
+/// What a resumed run may do, and where it says what it does.
+#[derive(Clone, Default)]
+pub struct ResumeOptions {
+    /// Serve again the buckets this party (the sender) recorded but the receiver did not
+    /// (`--allow-rerun`; the receiver's has no effect: the sender decides).
+    pub allow_rerun: bool,
+    /// Told the line naming the buckets served again.
+    pub note: Option<Note>,
+}
+
+impl std::fmt::Debug for ResumeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResumeOptions")
+            .field("allow_rerun", &self.allow_rerun)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A resumable run's directory.
@@ -126,6 +163,7 @@ pub struct RunDir {
     path: PathBuf,
     spill: Option<SpillState>,
     run: Option<RunState>,
+    options: ResumeOptions,
 }
 
 fn file_error(path: &Path, source: std::io::Error) -> CliError {
@@ -244,6 +282,11 @@ impl RunDir {
     /// Opens (creating it if missing) the run directory `path`. With both manifests it is a
     /// run to resume; otherwise whatever an unfinished start left is removed.
     pub fn open(path: &Path) -> CliResult<RunDir> {
+        RunDir::open_with(path, ResumeOptions::default())
+    }
+
+    /// [`RunDir::open`] with what a resume may do.
+    pub fn open_with(path: &Path, options: ResumeOptions) -> CliResult<RunDir> {
         match std::fs::metadata(path) {
             Ok(meta) => check_private(path, &meta)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_private_dir(path)?,
@@ -255,13 +298,36 @@ impl RunDir {
             path: path.to_path_buf(),
             spill,
             run,
+            options,
         };
-        if dir.spill.is_none() || dir.run.is_none() {
-            dir.clear()?;
-        } else {
-            // The records of a run go in `done/`, created with the run's manifest: if it was
-            // removed, no bucket is recorded finished, and the run goes on from there.
-            create_private_dir(&dir.done_dir())?;
+        match &dir.run {
+            Some(run) if dir.spill.is_some() => {
+                // `done/` is made with the run's manifest: if it is gone, so are the records.
+                let done = dir.done_dir();
+                if !done.is_dir() {
+                    if !run.receiver {
+                        return Err(CliError::Usage(format!(
+                            "{}: missing, so which buckets this side served is unknown, and \
+                             serving them again would let the receiver query them twice; remove \
+                             the run directory {} to start a new run",
+                            done.display(),
+                            path.display()
+                        )));
+                    }
+                    create_private_dir(&done)?;
+                }
+            }
+            _ => {
+                // Records without both manifests are not an unfinished start: keep them.
+                if dir.done_dir().is_dir() && dir.recorded_any()? {
+                    return Err(CliError::Usage(format!(
+                        "{}: buckets are recorded finished, but the run's manifests ({RUN_JSON}, \
+                         {SPILL_JSON}) are missing; remove the run directory to start a new run",
+                        path.display()
+                    )));
+                }
+                dir.clear()?;
+            }
         }
         Ok(dir)
     }
@@ -269,6 +335,33 @@ impl RunDir {
     /// The directory.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether this party serves again the buckets it recorded but the receiver did not.
+    pub fn allow_rerun(&self) -> bool {
+        self.options.allow_rerun
+    }
+
+    /// Tells the user `line` (beside the progress display), if anyone listens.
+    pub fn note(&self, line: &str) {
+        if let Some(note) = &self.options.note {
+            note(line);
+        }
+    }
+
+    /// Whether `done/` holds any bucket's record.
+    fn recorded_any(&self) -> CliResult<bool> {
+        let done = self.done_dir();
+        let entries = std::fs::read_dir(&done).map_err(|e| file_error(&done, e))?;
+        for e in entries {
+            let e = e.map_err(|e| file_error(&done, e))?;
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with("bucket-") && name.ends_with(".bin") {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The run being resumed: both manifests, if the directory holds them.

@@ -382,3 +382,160 @@ fn run_directories_are_private_and_a_shared_one_is_refused() {
     assert_eq!(mode(&dir.path().join("p/q")), 0o700);
     assert_eq!(mode(&nested), 0o700);
 }
+
+/// The bucket numbers of `bucket-NNNNN.bin` names, ascending.
+fn bucket_numbers(names: &HashSet<String>) -> Vec<usize> {
+    let mut v: Vec<usize> = names
+        .iter()
+        .map(|n| {
+            n.strip_prefix("bucket-")
+                .and_then(|n| n.strip_suffix(".bin"))
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Each record of `dir` with its inode and bytes (a record written again is a new inode).
+fn snapshot(dir: &Path) -> Vec<(String, u64, Vec<u8>)> {
+    use std::os::unix::fs::MetadataExt;
+    entries(dir)
+        .into_iter()
+        .map(|n| {
+            let path = dir.join(&n);
+            let ino = std::fs::metadata(&path).unwrap().ino();
+            (n, ino, std::fs::read(&path).unwrap())
+        })
+        .collect()
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir(to).unwrap();
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(mode(from))).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let path = e.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_resume_serves_no_bucket_again_unless_the_sender_allows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "6000", "5000", "1500", "47");
+    let expected = expected_email_rows(&a, &b);
+    let (rdir, sdir) = (dir.path().join("r-run"), dir.path().join("s-run"));
+    let out = dir.path().join("out.csv");
+    let (rjson, sjson) = (dir.path().join("r.json"), dir.path().join("s.json"));
+    interrupted_run(&a, &b, &out, &rdir, &sdir, 6);
+    let served = bucket_numbers(&finished_buckets(&sdir));
+    assert!(served.len() >= 6 && served.len() <= 20, "{served:?}");
+    let shown = served
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let named = format!("buckets {shown}");
+
+    // The receiver's records are removed: without --allow-rerun the sender refuses, the
+    // receiver fails with its reason, and no bucket runs (the sender records a bucket before
+    // serving it, so its records would change).
+    for f in entries(&rdir.join("done")) {
+        std::fs::remove_file(rdir.join("done").join(f)).unwrap();
+    }
+    let before = snapshot(&sdir.join("done"));
+    let mut rargs = vec!["receive", "--input", s(&a), "--output", s(&out)];
+    rargs.extend(["--json", s(&rjson), "--resume", s(&rdir)]);
+    rargs.extend(COMMON);
+    let (recv, addr, err) = spawn_listener(&rargs);
+    let mut sargs = vec!["send", "--connect", &addr, "--input", s(&b)];
+    sargs.extend(["--json", s(&sjson), "--resume", s(&sdir)]);
+    sargs.extend(COMMON);
+    let refused = run(&sargs);
+    assert_one_line_error(
+        &refused,
+        &[
+            &format!("the receiver has no record of {named}, which this side served"),
+            "would let the receiver query them twice; pass --allow-rerun",
+        ],
+    );
+    let (code, stderr) = finish(recv, err);
+    assert_eq!(code, Some(1), "{stderr}");
+    let line = one_error_line(&stderr);
+    assert!(
+        line.contains(&format!("the sender refuses to serve {named} again")),
+        "{line}"
+    );
+    assert!(line.contains("the sender may pass --allow-rerun"), "{line}");
+    assert_eq!(snapshot(&sdir.join("done")), before);
+    assert_eq!(entries(&rdir.join("done")), Vec::<String>::new());
+    assert!(!out.exists() && !rjson.exists() && !sjson.exists());
+
+    // A sender's run directory without its records is refused, before connecting.
+    let lost = dir.path().join("s-lost");
+    copy_tree(&sdir, &lost);
+    std::fs::remove_dir_all(lost.join("done")).unwrap();
+    let started = Instant::now();
+    let mut args = vec!["send", "--connect", "127.0.0.1:9", "--deadline", "30s"];
+    args.extend(["--input", s(&b), "--resume", s(&lost), "--allow-rerun"]);
+    args.extend(COMMON);
+    let shown_lost = format!(
+        "{}: missing, so which buckets this side served is unknown",
+        lost.join("done").display()
+    );
+    assert_one_line_error(&run(&args), &[&shown_lost, "start a new run"]);
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(lost.join("spill.json").exists());
+
+    // The receiver's `done/` itself is gone (it is made again), and the sender allows the
+    // buckets to be served again: both name them, and the rows are exact.
+    std::fs::remove_dir(rdir.join("done")).unwrap();
+    let (recv, addr, err) = spawn_listener(&rargs);
+    let mut sargs = vec!["send", "--connect", &addr, "--input", s(&b)];
+    sargs.extend(["--json", s(&sjson), "--resume", s(&sdir), "--allow-rerun"]);
+    sargs.extend(COMMON);
+    let sent = run(&sargs);
+    let sent_err = String::from_utf8_lossy(&sent.stderr).into_owned();
+    assert!(sent.status.success(), "{sent_err}");
+    let (code, stderr) = finish(recv, err);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(read_csv(&out).1, expected);
+    let sender_line = format!(
+        "serving {named} again (--allow-rerun): this side served them before, and the \
+         receiver has no record of them"
+    );
+    assert_eq!(
+        sent_err.lines().filter(|l| *l == sender_line).count(),
+        1,
+        "{sent_err}"
+    );
+    let receiver_line = format!(
+        "the sender serves {named} again (its --allow-rerun): this side has no record of them"
+    );
+    assert_eq!(
+        stderr.lines().filter(|l| *l == receiver_line).count(),
+        1,
+        "{stderr}"
+    );
+    let want: Vec<serde_json::Value> = served.iter().map(|&p| p.into()).collect();
+    for report in [json(&rjson), json(&sjson)] {
+        assert_eq!(
+            report["buckets"]["rerun"],
+            serde_json::Value::Array(want.clone())
+        );
+        assert_eq!(report["buckets"]["kept"], 0);
+    }
+    assert_eq!(json(&rjson)["intersection"]["distinct_keys"], 1500);
+    assert!(!rdir.exists() && !sdir.exists());
+}
