@@ -20,7 +20,7 @@ use crate::report::{
     BucketStats, InputStats, IntersectionStats, Phase, RunReport, hex, human_bytes, peak_rss_bytes,
     process_cpu_seconds,
 };
-use crate::rundir::{Fingerprint, ResumeOptions, RunDir, SpillState, key_hex};
+use crate::rundir::{Fingerprint, ResumeOptions, RunDir, SpillState, digests_of, key_hex};
 use crate::spill::SpillSplit;
 use blindjoin_core::channel::metered::Metered;
 use blindjoin_core::channel::transcript::Transcript;
@@ -241,7 +241,9 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
                                     dir.path().display()
                                 )));
                             }
-                            let split = SpillSplit::reopen(dir.spill_dir(), state.counts.clone());
+                            let digests = digests_of(state, dir.path())?;
+                            let split =
+                                SpillSplit::reopen(dir.spill_dir(), state.counts.clone(), digests);
                             (split, state.clone())
                         }
                         None => {
@@ -255,6 +257,7 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
                                 key: key_hex(&partition.key()),
                                 buckets: partition.buckets(),
                                 counts: s.split.counts().to_vec(),
+                                digests: s.split.digests_hex(),
                                 rows: s.rows,
                                 empty_keys: s.empty_keys,
                                 duplicate_rows: s.duplicate_rows,

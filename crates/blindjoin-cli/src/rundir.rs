@@ -4,15 +4,26 @@
 //!
 //! - `spill/`: the input spilled into its buckets ([`crate::spill`]), instead of a temporary
 //!   directory;
-//! - `spill.json`: the partition key, B, each bucket's distinct count, the input's statistics,
-//!   where its rows are ([`RowSource`]) and its fingerprint (length and modification time),
-//!   written once the spill is complete;
+//! - `spill.json`: the partition key, B, each bucket's distinct count and its file's SHA-256,
+//!   the input's statistics, where its rows are ([`RowSource`]) and its fingerprint (length
+//!   and modification time), written once the spill is complete;
 //! - `run.json`: the run id, the protocol, the role and both distinct counts, written once the
 //!   counts are exchanged;
 //! - `done/bucket-NNNNN.bin`: a bucket's record: the receiver's once the bucket's session has
 //!   given its matches (the id of the session, the matched items and the values (rows) they
 //!   stand for), the sender's before it serves the bucket. Each is written to a temporary name
 //!   and renamed, so a file that exists is whole.
+//!
+//! **Integrity.** Every record (`spill.json`, `run.json`, `done/bucket-NNNNN.bin`) ends with a
+//! line `sha256:` and the hex SHA-256 of its content, domain-separated and bound to the file's
+//! name (a done record's to the run id too, so a record renamed or copied from another run
+//! fails); the spill manifest holds the SHA-256 of each bucket file, checked each time the
+//! bucket is loaded. A record that fails its check is refused with a line naming the file: a
+//! changed byte must not become a missing or wrong row. The check catches corruption and edits,
+//! not an adversary who can write the directory (who could recompute it); that is what the
+//! directory's mode keeps out. The way out: remove the run directory to start a new run; on the
+//! receiver, or remove the one record to run that bucket again. A sender's record that fails
+//! is not read as "not served": the sender refuses the run.
 //!
 //! The directory holds a hash of every key of the input and the receiver's matched rows, so it
 //! is private: the directory and every directory under it are created with mode 0700, every
@@ -53,6 +64,7 @@ use crate::error::{CliError, CliResult};
 use crate::input::RowSource;
 use crate::report::hex;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -77,6 +89,8 @@ pub struct SpillState {
     pub source: RowSource,
     /// The input's fingerprint.
     pub input: Fingerprint,
+    /// The SHA-256 of each bucket's file, hex.
+    pub digests: Vec<String>,
 }
 
 /// What identifies an input file cheaply: its length and modification time.
@@ -164,6 +178,8 @@ pub struct RunDir {
     spill: Option<SpillState>,
     run: Option<RunState>,
     options: ResumeOptions,
+    /// Which buckets the run being resumed recorded (records checked when opened).
+    recorded: Vec<bool>,
 }
 
 fn file_error(path: &Path, source: std::io::Error) -> CliError {
@@ -173,11 +189,50 @@ fn file_error(path: &Path, source: std::io::Error) -> CliError {
     }
 }
 
+/// A manifest that is not what the run wrote.
 fn corrupt(path: &Path, what: &str) -> CliError {
+    let dir = path.parent().unwrap_or(Path::new("."));
     CliError::Usage(format!(
-        "{}: {what}; the run directory was changed (remove it to start a new run)",
-        path.display()
+        "{}: {what}; the run directory was changed since the run wrote it: remove it ({}) to \
+         start a new run",
+        path.display(),
+        dir.display()
     ))
+}
+
+/// The last line of every record: `sha256:`, 64 hex digits, a newline.
+const TRAILER: usize = 7 + 64 + 1;
+
+/// The digest that seals a record's `content` under `name` (the file's name, and for a
+/// bucket's record the run id before it).
+fn digest(name: &str, content: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(b"blindjoin/run directory/record\0");
+    h.update(name.as_bytes());
+    h.update([0]);
+    h.update(content);
+    h.finalize().into()
+}
+
+/// `content` followed by its trailer (see the [module doc](self)).
+fn seal(name: &str, mut content: Vec<u8>) -> Vec<u8> {
+    let d = digest(name, &content);
+    content.extend_from_slice(b"sha256:");
+    content.extend_from_slice(hex(&d).as_bytes());
+    content.push(b'\n');
+    content
+}
+
+/// The content of a sealed record, if its trailer is the digest of its content under `name`.
+fn unseal<'a>(name: &str, bytes: &'a [u8]) -> Option<&'a [u8]> {
+    let (content, trailer) = bytes.split_at(bytes.len().checked_sub(TRAILER)?);
+    let given = trailer.strip_prefix(b"sha256:")?.strip_suffix(b"\n")?;
+    (given == hex(&digest(name, content)).as_bytes()).then_some(content)
+}
+
+/// The SHA-256 of a spill's bucket file, as [`SpillState::digests`] holds it.
+pub fn file_digest(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
 }
 
 /// Creates the directory `path` and its missing parents, each private to the user (mode 0700);
@@ -259,20 +314,29 @@ fn check_private(path: &Path, meta: &std::fs::Metadata) -> CliResult<()> {
     Ok(())
 }
 
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> CliResult<Option<T>> {
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path, name: &str) -> CliResult<Option<T>> {
     match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
-            .map(Some)
-            .map_err(|e| corrupt(path, &format!("not a manifest ({e})"))),
+        Ok(bytes) => {
+            let content = unseal(name, &bytes).ok_or_else(|| {
+                corrupt(
+                    path,
+                    "not the manifest this run wrote (its checksum differs)",
+                )
+            })?;
+            serde_json::from_slice(content)
+                .map(Some)
+                .map_err(|e| corrupt(path, &format!("not a manifest ({e})")))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(file_error(path, e)),
     }
 }
 
-fn write_json<T: Serialize>(path: &Path, value: &T) -> CliResult<()> {
-    let bytes = serde_json::to_vec_pretty(value)
+fn write_json<T: Serialize>(path: &Path, name: &str, value: &T) -> CliResult<()> {
+    let mut bytes = serde_json::to_vec_pretty(value)
         .map_err(|e| CliError::Usage(format!("cannot encode {}: {e}", path.display())))?;
-    write_whole(path, &bytes)
+    bytes.push(b'\n');
+    write_whole(path, &seal(name, bytes))
 }
 
 const SPILL_JSON: &str = "spill.json";
@@ -292,13 +356,14 @@ impl RunDir {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_private_dir(path)?,
             Err(e) => return Err(file_error(path, e)),
         }
-        let spill: Option<SpillState> = read_json(&path.join(SPILL_JSON))?;
-        let run: Option<RunState> = read_json(&path.join(RUN_JSON))?;
+        let spill: Option<SpillState> = read_json(&path.join(SPILL_JSON), SPILL_JSON)?;
+        let run: Option<RunState> = read_json(&path.join(RUN_JSON), RUN_JSON)?;
         let mut dir = RunDir {
             path: path.to_path_buf(),
             spill,
             run,
             options,
+            recorded: Vec::new(),
         };
         match &dir.run {
             Some(run) if dir.spill.is_some() => {
@@ -316,6 +381,10 @@ impl RunDir {
                     }
                     create_private_dir(&done)?;
                 }
+                // Every record is checked now, before anything is connected or served.
+                dir.recorded = (0..run.buckets as usize)
+                    .map(|p| dir.check_record(p, run))
+                    .collect::<CliResult<_>>()?;
             }
             _ => {
                 // Records without both manifests are not an unfinished start: keep them.
@@ -384,7 +453,7 @@ impl RunDir {
 
     /// Records the finished spill.
     pub fn save_spill(&mut self, state: SpillState) -> CliResult<()> {
-        write_json(&self.path.join(SPILL_JSON), &state)?;
+        write_json(&self.path.join(SPILL_JSON), SPILL_JSON, &state)?;
         self.spill = Some(state);
         Ok(())
     }
@@ -392,37 +461,104 @@ impl RunDir {
     /// Records the run once the counts are exchanged.
     pub fn save_run(&mut self, state: RunState) -> CliResult<()> {
         create_private_dir(&self.done_dir())?;
-        write_json(&self.path.join(RUN_JSON), &state)?;
+        write_json(&self.path.join(RUN_JSON), RUN_JSON, &state)?;
         self.run = Some(state);
         Ok(())
     }
 
-    /// Records bucket `p` as finished.
-    pub fn record(&self, p: usize, finished: &Finished) -> CliResult<()> {
-        let mut bytes = Vec::with_capacity(40 + 8 * finished.values.len());
+    /// The name a bucket's record is sealed under: the run id and the file's name.
+    fn record_name(run: &RunState, p: usize) -> String {
+        format!("{}/bucket-{p:05}.bin", run.run_id)
+    }
+
+    fn run_state(&self) -> CliResult<&RunState> {
+        self.run.as_ref().ok_or_else(|| {
+            CliError::Usage(format!(
+                "{}: the run's manifest is not written yet",
+                self.path.display()
+            ))
+        })
+    }
+
+    /// Records bucket `p` as finished (on the sender: as served).
+    pub fn record(&mut self, p: usize, finished: &Finished) -> CliResult<()> {
+        let run = self.run_state()?;
+        let mut bytes = Vec::with_capacity(40 + 8 * finished.values.len() + TRAILER);
         bytes.extend_from_slice(&finished.session);
         bytes.extend_from_slice(&finished.matched.to_le_bytes());
         for v in &finished.values {
             bytes.extend_from_slice(&v.to_le_bytes());
         }
-        write_whole(&self.done_path(p), &bytes)
+        write_whole(&self.done_path(p), &seal(&Self::record_name(run, p), bytes))?;
+        if self.recorded.len() <= p {
+            self.recorded.resize(p + 1, false);
+        }
+        self.recorded[p] = true;
+        Ok(())
     }
 
-    /// Which of the `buckets` buckets are recorded as finished.
+    /// Whether bucket `p` is recorded, its record checked (see [`RunDir::load`]).
+    fn check_record(&self, p: usize, run: &RunState) -> CliResult<bool> {
+        match self.read_record(p, run) {
+            Ok(_) => Ok(true),
+            Err(None) => Ok(false),
+            Err(Some(e)) => Err(e),
+        }
+    }
+
+    /// Which of the `buckets` buckets are recorded (the records found when the directory was
+    /// opened were checked then).
     pub fn finished(&self, buckets: u32) -> Vec<bool> {
         (0..buckets as usize)
-            .map(|p| self.done_path(p).is_file())
+            .map(|p| self.recorded.get(p).copied().unwrap_or(false))
             .collect()
     }
 
-    /// Bucket `p`'s record.
+    /// Bucket `p`'s record, checked.
     pub fn load(&self, p: usize) -> CliResult<Finished> {
+        let run = self.run_state()?;
+        self.read_record(p, run).map_err(|e| {
+            e.unwrap_or_else(|| {
+                file_error(
+                    &self.done_path(p),
+                    std::io::Error::from(std::io::ErrorKind::NotFound),
+                )
+            })
+        })
+    }
+
+    /// Bucket `p`'s record; `Err(None)` if there is none.
+    fn read_record(&self, p: usize, run: &RunState) -> Result<Finished, Option<CliError>> {
         let path = self.done_path(p);
-        let bytes = std::fs::read(&path).map_err(|e| file_error(&path, e))?;
-        if bytes.len() < 40 || (bytes.len() - 40) % 8 != 0 {
-            return Err(corrupt(&path, "not a bucket's record"));
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(None),
+            Err(e) => return Err(Some(file_error(&path, e))),
+        };
+        let bad = || {
+            let what = "not the record this run wrote (its checksum differs)";
+            Some(CliError::Usage(if run.receiver {
+                format!(
+                    "{}: {what}: remove it to run bucket {p} again (the sender must allow that \
+                     with --allow-rerun), or remove the run directory {} to start a new run",
+                    path.display(),
+                    self.path.display()
+                )
+            } else {
+                format!(
+                    "{}: {what}, and it records that this side served bucket {p}, which must \
+                     not be taken for a bucket never served: remove the run directory {} to \
+                     start a new run",
+                    path.display(),
+                    self.path.display()
+                )
+            }))
+        };
+        let content = unseal(&Self::record_name(run, p), &bytes).ok_or_else(bad)?;
+        if content.len() < 40 || (content.len() - 40) % 8 != 0 {
+            return Err(bad());
         }
-        let (head, rest) = bytes.split_at(40);
+        let (head, rest) = content.split_at(40);
         let mut session = [0u8; 32];
         session.copy_from_slice(&head[..32]);
         let word = |c: &[u8]| {
@@ -479,9 +615,39 @@ pub fn key_of(state: &SpillState, path: &Path) -> CliResult<[u8; 16]> {
     }
     let mut key = [0u8; 16];
     for (i, k) in key.iter_mut().enumerate() {
-        *k = u8::from_str_radix(&state.key[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+        let pair = state.key.get(2 * i..2 * i + 2).ok_or_else(bad)?;
+        *k = u8::from_str_radix(pair, 16).map_err(|_| bad())?;
     }
     Ok(key)
+}
+
+/// The bucket files' digests recorded in a spill manifest.
+pub fn digests_of(state: &SpillState, path: &Path) -> CliResult<Vec<[u8; 32]>> {
+    let bad = || {
+        corrupt(
+            &path.join(SPILL_JSON),
+            "the bucket counts and file digests are not one per bucket",
+        )
+    };
+    let buckets = state.buckets as usize;
+    if state.digests.len() != buckets || state.counts.len() != buckets {
+        return Err(bad());
+    }
+    state
+        .digests
+        .iter()
+        .map(|h| {
+            let mut d = [0u8; 32];
+            if h.len() != 64 {
+                return Err(bad());
+            }
+            for (i, b) in d.iter_mut().enumerate() {
+                *b = u8::from_str_radix(h.get(2 * i..2 * i + 2).ok_or_else(bad)?, 16)
+                    .map_err(|_| bad())?;
+            }
+            Ok(d)
+        })
+        .collect()
 }
 
 /// The hex form of a partition key, as [`SpillState::key`] holds it.
@@ -519,6 +685,7 @@ mod tests {
                 rows: 1,
             },
             input: Fingerprint::of(&input).unwrap(),
+            digests: (0..4u8).map(|p| hex(&file_digest(&[p]))).collect(),
         };
         dir.save_spill(spill.clone()).unwrap();
         // A spill without a run manifest is an unfinished start: opened again, it is cleared.
@@ -545,7 +712,7 @@ mod tests {
         dir.record(2, &rec).unwrap();
         assert_eq!(dir.finished(4), vec![false, false, true, false]);
 
-        let again = RunDir::open(&path).unwrap();
+        let mut again = RunDir::open(&path).unwrap();
         let (s, r) = again.resuming().expect("both manifests");
         assert_eq!(key_of(s, again.path()).unwrap(), key);
         assert_eq!(s.counts, vec![1, 0, 0, 0]);
@@ -553,14 +720,114 @@ mod tests {
         assert_eq!(again.load(2).unwrap(), rec);
         assert_eq!(again.finished(4), vec![false, false, true, false]);
 
-        // A record cut short is refused, not read as fewer values.
-        let cut = path.join("done").join("bucket-00002.bin");
-        let bytes = std::fs::read(&cut).unwrap();
-        std::fs::write(&cut, &bytes[..bytes.len() - 3]).unwrap();
-        assert!(again.load(2).is_err());
+        assert_eq!(digests_of(s, again.path()).unwrap()[3], file_digest(&[3]));
 
-        let mut again = again;
+        // A record cut short or with one byte changed is refused, not read as other values;
+        // so is one renamed to another bucket's name.
+        let rec_path = path.join("done").join("bucket-00002.bin");
+        let bytes = std::fs::read(&rec_path).unwrap();
+        let refused = |dir: &RunDir| {
+            let e = dir.load(2).unwrap_err().to_string();
+            assert!(
+                e.contains("bucket-00002.bin: not the record this run wrote"),
+                "{e}"
+            );
+            assert!(e.contains("remove it to run bucket 2 again"), "{e}");
+            let e = RunDir::open(&path).unwrap_err().to_string();
+            assert!(
+                e.contains("bucket-00002.bin: not the record this run wrote"),
+                "{e}"
+            );
+        };
+        std::fs::write(&rec_path, &bytes[..bytes.len() - 3]).unwrap();
+        refused(&again);
+        let mut flipped = bytes.clone();
+        flipped[45] ^= 1;
+        std::fs::write(&rec_path, &flipped).unwrap();
+        refused(&again);
+        again.record(1, &rec).unwrap();
+        std::fs::rename(path.join("done").join("bucket-00001.bin"), &rec_path).unwrap();
+        refused(&again);
+        std::fs::write(&rec_path, &bytes).unwrap();
+        assert_eq!(RunDir::open(&path).unwrap().load(2).unwrap(), rec);
+
+        // A manifest with one byte changed is refused, and the directory kept.
+        for name in [RUN_JSON, SPILL_JSON] {
+            let m = path.join(name);
+            let text = std::fs::read(&m).unwrap();
+            let mut changed = text.clone();
+            changed[10] ^= 1;
+            std::fs::write(&m, &changed).unwrap();
+            let e = RunDir::open(&path).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("{name}: not the manifest this run wrote")),
+                "{e}"
+            );
+            assert!(e.contains("remove it"), "{e}");
+            std::fs::write(&m, &text).unwrap();
+        }
+
+        let mut again = RunDir::open(&path).unwrap();
         again.finish().unwrap();
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_senders_record_that_fails_its_check_is_not_taken_for_a_bucket_never_served() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("run");
+        let mut dir = RunDir::open(&path).unwrap();
+        let input = tmp.path().join("in.txt");
+        std::fs::write(&input, "1\n").unwrap();
+        dir.save_spill(SpillState {
+            key: key_hex(&[1; 16]),
+            buckets: 2,
+            counts: vec![1, 0],
+            rows: 1,
+            empty_keys: 0,
+            duplicate_rows: 0,
+            source: RowSource {
+                path: input.clone(),
+                format: crate::input::Format::Lines,
+                columns: Vec::new(),
+                key_columns: Vec::new(),
+                chunks: Vec::new(),
+                rows: 1,
+            },
+            input: Fingerprint::of(&input).unwrap(),
+            digests: vec![hex(&[0; 32]), hex(&[0; 32])],
+        })
+        .unwrap();
+        dir.save_run(RunState {
+            run_id: "cd".repeat(32),
+            protocol: "ecdh".into(),
+            receiver: false,
+            buckets: 2,
+            n: 1,
+            peer_n: 1,
+        })
+        .unwrap();
+        let served = Finished {
+            session: [0; 32],
+            matched: 0,
+            values: Vec::new(),
+        };
+        dir.record(1, &served).unwrap();
+        assert_eq!(RunDir::open(&path).unwrap().finished(2), vec![false, true]);
+        let rec = path.join("done").join("bucket-00001.bin");
+        let mut bytes = std::fs::read(&rec).unwrap();
+        bytes[0] ^= 0x80;
+        std::fs::write(&rec, &bytes).unwrap();
+        let e = RunDir::open(&path).unwrap_err().to_string();
+        assert!(e.contains("this side served bucket 1"), "{e}");
+        assert!(e.contains("to start a new run"), "{e}");
+        assert!(rec.exists() && path.join(RUN_JSON).exists());
+        // Its records gone with `done/`, a sender's run is refused, not run again.
+        std::fs::remove_dir_all(path.join("done")).unwrap();
+        let e = RunDir::open(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("done: missing, so which buckets this side served"),
+            "{e}"
+        );
     }
 }

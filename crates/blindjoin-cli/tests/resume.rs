@@ -539,3 +539,143 @@ fn a_resume_serves_no_bucket_again_unless_the_sender_allows_it() {
     assert_eq!(json(&rjson)["intersection"]["distinct_keys"], 1500);
     assert!(!rdir.exists() && !sdir.exists());
 }
+
+/// Flips one bit of byte `at` of `path` (from the end if negative); returns the old bytes.
+fn flip(path: &Path, at: isize) -> Vec<u8> {
+    let old = std::fs::read(path).unwrap();
+    let mut bytes = old.clone();
+    let i = if at < 0 {
+        (bytes.len() as isize + at) as usize
+    } else {
+        at as usize
+    };
+    bytes[i] ^= 1;
+    std::fs::write(path, &bytes).unwrap();
+    old
+}
+
+#[test]
+fn a_record_changed_on_disk_is_refused_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "6000", "5000", "1500", "53");
+    let expected = expected_email_rows(&a, &b);
+    let (rdir, sdir) = (dir.path().join("r-run"), dir.path().join("s-run"));
+    let out = dir.path().join("out.csv");
+    interrupted_run(&a, &b, &out, &rdir, &sdir, 6);
+    // Each side alone, with nobody listening: a refused record stops it before connecting.
+    let alone = |role: &str, input: &Path, run_dir: &Path| -> Output {
+        let mut args = vec![role, "--connect", "127.0.0.1:9", "--deadline", "30s"];
+        args.extend(["--input", s(input), "--resume", s(run_dir)]);
+        if role == "receive" {
+            args.extend(["--output", s(&out)]);
+        }
+        args.extend(COMMON);
+        let started = Instant::now();
+        let o = run(&args);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        o
+    };
+
+    // One byte of a receiver's record.
+    let rec = rdir.join("done/bucket-00002.bin");
+    let old = flip(&rec, 50);
+    assert_one_line_error(
+        &alone("receive", &a, &rdir),
+        &[
+            &format!("{}: not the record this run wrote", rec.display()),
+            "remove it to run bucket 2 again",
+            &format!(
+                "or remove the run directory {} to start a new run",
+                rdir.display()
+            ),
+        ],
+    );
+    assert!(!out.exists());
+    std::fs::write(&rec, &old).unwrap();
+    // Another bucket's record under its name.
+    std::fs::copy(rdir.join("done/bucket-00003.bin"), &rec).unwrap();
+    assert_one_line_error(
+        &alone("receive", &a, &rdir),
+        &[&format!("{}: not the record this run wrote", rec.display())],
+    );
+    std::fs::write(&rec, &old).unwrap();
+    // One byte of a sender's record: it stays served.
+    let served = sdir.join("done/bucket-00001.bin");
+    let old_served = flip(&served, 3);
+    assert_one_line_error(
+        &alone("send", &b, &sdir),
+        &[
+            &format!("{}: not the record this run wrote", served.display()),
+            "this side served bucket 1",
+            &format!(
+                "remove the run directory {} to start a new run",
+                sdir.display()
+            ),
+        ],
+    );
+    std::fs::write(&served, &old_served).unwrap();
+    // One byte of a manifest, on either side.
+    for (role, input, run_dir, name) in [
+        ("receive", &a, &rdir, "run.json"),
+        ("send", &b, &sdir, "spill.json"),
+    ] {
+        let manifest = run_dir.join(name);
+        let old = flip(&manifest, 20);
+        assert_one_line_error(
+            &alone(role, input, run_dir),
+            &[&format!(
+                "{}: not the manifest this run wrote (its checksum differs)",
+                manifest.display()
+            )],
+        );
+        std::fs::write(&manifest, &old).unwrap();
+    }
+    assert!(!out.exists());
+
+    // One byte of a bucket file of the receiver's spill: the bucket is refused when it is
+    // loaded, and both sides fail with nothing written.
+    let bucket = rdir.join("spill/bucket-00031.bin");
+    let old_bucket = flip(&bucket, -1);
+    let mut rargs = vec!["receive", "--input", s(&a), "--output", s(&out)];
+    rargs.extend(["--resume", s(&rdir)]);
+    rargs.extend(COMMON);
+    let mut sargs = vec![
+        "send",
+        "--input",
+        s(&b),
+        "--resume",
+        s(&sdir),
+        "--allow-rerun",
+    ];
+    sargs.extend(COMMON);
+    let (recv, addr, err) = spawn_listener(&rargs);
+    let mut connect = vec![sargs[0], "--connect", &addr];
+    connect.extend_from_slice(&sargs[1..]);
+    assert!(!run(&connect).status.success());
+    let (code, stderr) = finish(recv, err);
+    assert_eq!(code, Some(1));
+    let line = one_error_line(&stderr);
+    assert!(
+        line.contains(&format!(
+            "{}: not the bucket file this run wrote (its checksum differs)",
+            bucket.display()
+        )),
+        "{line}"
+    );
+    assert!(!out.exists());
+
+    // Put back, the run resumes and gives the exact rows.
+    std::fs::write(&bucket, &old_bucket).unwrap();
+    let (recv, addr, err) = spawn_listener(&rargs);
+    let mut connect = vec![sargs[0], "--connect", &addr];
+    connect.extend_from_slice(&sargs[1..]);
+    let sent = run(&connect);
+    assert!(
+        sent.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    let (code, stderr) = finish(recv, err);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(read_csv(&out).1, expected);
+}
