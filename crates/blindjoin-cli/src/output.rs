@@ -125,6 +125,8 @@ pub fn prepare_output(
         let mut sink = Sink::new(path, w, format, schema.clone());
         let mut written = 0u64;
         emit(source, rows, spec, format, &schema, &mut |piece| {
+            // A cancelled run stops writing; the temporary file goes with the error.
+            crate::signals::check()?;
             written += match piece {
                 Piece::Batch(batch) => {
                     sink.write(batch)?;

@@ -372,7 +372,8 @@ pub fn run_party(
             let t = Instant::now();
             (endpoint.open(&cfg), t.elapsed().as_secs_f64())
         });
-        // Forward an outer cancel (the Python package's Ctrl-C) to the connection attempt.
+        // Forward an outer cancel (a signal caught by the command, the Python package's
+        // Ctrl-C) to the connection attempt.
         let done_ref = &done;
         if let Some(outer) = outer_cancel.clone() {
             s.spawn(move || {
@@ -407,23 +408,34 @@ pub fn run_party(
         Err(panic) => std::panic::resume_unwind(panic),
     };
     let link = link?;
-    // An outer cancel (the Python package's Ctrl-C) during the protocol shuts the socket
-    // down, which ends the run's blocked reads and writes with an error.
-    let _watch = outer_cancel.and_then(|cancel| {
-        let socket = link.socket().ok()?;
+    // An outer cancel (a signal caught by the command, the Python package's Ctrl-C) during the
+    // protocol shuts the run's connections down, lane 0's and each further lane's, which ends
+    // their blocked reads and writes with an error; further lanes are not opened.
+    let sockets = LaneSockets::new(cancel.clone());
+    sockets.add(&link);
+    let _watch = outer_cancel.clone().map(|outer| {
         let finished = Arc::new(AtomicBool::new(false));
         let f = finished.clone();
+        let watched = sockets.clone();
         std::thread::spawn(move || {
             while !f.load(Ordering::Relaxed) {
-                if cancel.load(Ordering::Relaxed) {
-                    let _ = socket.shutdown(std::net::Shutdown::Both);
+                if outer.load(Ordering::Relaxed) {
+                    watched.shut_down();
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
         });
-        Some(SetOnDrop(finished))
+        Watch {
+            finished,
+            sockets: sockets.clone(),
+        }
     });
+    let cancelled = || {
+        outer_cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+    };
     let mut phases = keys.phases;
     let items = &keys.keyed.items;
     phases.push(Phase {
@@ -450,7 +462,11 @@ pub fn run_party(
     let streaming = stream.is_some();
     let (session, proto_phases, indices, aggregate) = if p.buckets.split() {
         let mut open_lane = || match &lanes {
-            Some(l) => l.open(&link_cfg),
+            Some(l) => {
+                let lane = l.open(&link_cfg)?;
+                sockets.add(&lane);
+                Ok(lane)
+            }
             None => Err(CliError::Usage(
                 "a bucketed run's lanes need --parallel".into(),
             )),
@@ -542,6 +558,13 @@ pub fn run_party(
             }
             let mut target = None;
             if let Some(prep) = prepared {
+                // Cancelled after the confirmation: the output is not put in place (the
+                // temporary file goes when `prep` is dropped).
+                if cancelled() {
+                    let e = CliError::Cancelled;
+                    let _ = finish::receiver_final(&mut ch, Some(&e.to_string()));
+                    return Err(e);
+                }
                 target = Some(prep.path().display().to_string());
                 if let Err(e) = prep.persist() {
                     let _ = finish::receiver_final(&mut ch, Some(&e.to_string()));
@@ -629,12 +652,60 @@ fn named(phases: Vec<(&'static str, f64)>) -> Vec<(String, f64)> {
     phases.into_iter().map(|(n, s)| (n.to_owned(), s)).collect()
 }
 
-/// Sets its flag when dropped (ends a watcher thread however the run ends).
-struct SetOnDrop(Arc<AtomicBool>);
+/// The connections of a run, to shut down when it is cancelled.
+#[derive(Clone)]
+struct LaneSockets {
+    /// The run's own cancel flag: set when the connections are shut down, so that a lane being
+    /// opened is not opened, or is shut down as soon as it is added.
+    cancel: Arc<AtomicBool>,
+    sockets: Arc<Mutex<Vec<std::net::TcpStream>>>,
+}
 
-impl Drop for SetOnDrop {
+impl LaneSockets {
+    fn new(cancel: Arc<AtomicBool>) -> Self {
+        LaneSockets {
+            cancel,
+            sockets: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Adds a connection of the run (shut down at once if the run is already cancelled).
+    fn add(&self, link: &blindjoin_core::transport::Link) {
+        let Ok(socket) = link.socket() else {
+            return;
+        };
+        if let Ok(mut v) = self.sockets.lock() {
+            v.push(socket);
+        }
+        if self.cancel.load(Ordering::SeqCst) {
+            self.shut_down();
+        }
+    }
+
+    /// Shuts every connection down.
+    fn shut_down(&self) {
+        self.cancel.store(true, Ordering::SeqCst);
+        if let Ok(v) = self.sockets.lock() {
+            for s in v.iter() {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// Ends the watcher thread of a run however the run ends, and lets go of the run's
+/// connections (the watcher's copies would otherwise keep them open until it wakes).
+struct Watch {
+    finished: Arc<AtomicBool>,
+    sockets: LaneSockets,
+}
+
+impl Drop for Watch {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.finished.store(true, Ordering::Relaxed);
+        if let Ok(mut v) = self.sockets.sockets.lock() {
+            v.clear();
+        }
     }
 }
 
@@ -679,7 +750,10 @@ pub fn run_cli(
         }
         check_output(json, &inputs)?;
     }
-    let link = o.net.link_config()?;
+    // SIGINT and SIGTERM cancel the run: it ends through its error path ([`crate::signals`]).
+    crate::signals::install()?;
+    let mut link = o.net.link_config()?;
+    link.cancel = Some(crate::signals::flag());
     o.security.warn_weak();
     o.keys.check_columns()?;
     let bars = if o.quiet { Bars::hidden() } else { Bars::new() };

@@ -7,7 +7,8 @@
 //! compare as byte strings) and written back, which counts its distinct items. A bucket's
 //! session loads its sorted file: the distinct items in order, and for each the rows carrying
 //! it, which are what a match at the item stands for. The directory is removed when the split
-//! is dropped, so also when the run fails.
+//! is dropped, so also when the run fails or a signal cancels it ([`crate::signals`]: reading
+//! and sorting stop at the next piece).
 //!
 //! The records are unsalted hashes of the input's keys, so the directory is private: created
 //! with mode 0700, each bucket's file with mode 0600. The SHA-256 of each sorted bucket file is
@@ -127,6 +128,7 @@ struct SpillSink<'a> {
 
 impl RowSink for SpillSink<'_> {
     fn take(&mut self, keys: &[Option<Item>]) -> CliResult<()> {
+        crate::signals::check()?;
         self.items.clear();
         self.rows.clear();
         for (k, key) in keys.iter().enumerate() {
@@ -231,6 +233,7 @@ pub fn spill(
     let mut counts = Vec::with_capacity(b);
     let mut digests = Vec::with_capacity(b);
     for p in 0..b {
+        crate::signals::check()?;
         let mut bytes = read_bucket(dir.path(), p)?;
         let records: &mut [[u8; RECORD]] = bytemuck_records(&mut bytes);
         records.par_sort_unstable();

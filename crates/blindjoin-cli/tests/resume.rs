@@ -679,3 +679,183 @@ fn a_record_changed_on_disk_is_refused_with_one_line() {
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(read_csv(&out).1, expected);
 }
+
+/// A party's command with its temporary directory set to `tmp`.
+fn with_tmpdir(tmp: &Path) -> Command {
+    let mut c = bin();
+    c.env("TMPDIR", tmp);
+    c
+}
+
+#[test]
+fn a_signal_while_waiting_for_the_peer_ends_the_run_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "20", "20", "5", "59");
+    let (tmp, out_dir) = (dir.path().join("tmp"), dir.path().join("out"));
+    std::fs::create_dir(&tmp).unwrap();
+    std::fs::create_dir(&out_dir).unwrap();
+    let out = out_dir.join("out.csv");
+
+    // SIGINT on a listener (bucketed: its spill would go to `tmp`).
+    let mut args = vec!["receive", "--input", s(&a), "--output", s(&out)];
+    args.extend(COMMON);
+    let (recv, _addr, err) = spawn_listener_cmd(with_tmpdir(&tmp), &args);
+    let started = Instant::now();
+    signal(&recv, libc::SIGINT);
+    let (code, stderr) = finish(recv, err);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert_eq!(
+        one_error_line(&stderr),
+        "blindjoin: error: cancelled (SIGINT)"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    // SIGTERM on a connector that nobody answers yet.
+    let mut send = with_tmpdir(&tmp)
+        .args(["send", "--connect", "127.0.0.1:9", "--deadline", "60s"])
+        .args(["--input", s(&b)])
+        .args(COMMON)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(send.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(
+        line.starts_with("nobody accepts connections at 127.0.0.1:9"),
+        "{line}"
+    );
+    let started = Instant::now();
+    signal(&send, libc::SIGTERM);
+    let (code, stderr) = finish(send, err);
+    assert_eq!(code, Some(143), "{stderr}");
+    assert_eq!(
+        one_error_line(&stderr),
+        "blindjoin: error: cancelled (SIGTERM)"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+
+    assert_eq!(entries(&tmp), Vec::<String>::new());
+    assert_eq!(entries(&out_dir), Vec::<String>::new());
+}
+
+#[test]
+fn sigterm_during_the_buckets_removes_the_spill_on_both_sides() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = generate(dir.path(), "6000", "5000", "1500", "61");
+    let (rtmp, stmp) = (dir.path().join("r-tmp"), dir.path().join("s-tmp"));
+    let out_dir = dir.path().join("out");
+    for d in [&rtmp, &stmp, &out_dir] {
+        std::fs::create_dir(d).unwrap();
+    }
+    let out = out_dir.join("out.csv");
+    // Over two connections: each is shut down.
+    let mut rargs = vec!["receive", "--input", s(&a), "--output", s(&out)];
+    rargs.extend(COMMON);
+    rargs.extend(["--parallel", "2"]);
+    let (mut recv, addr, err) = spawn_listener_cmd(with_tmpdir(&rtmp), &rargs);
+    let send = with_tmpdir(&stmp)
+        .args(["send", "--connect", &addr, "--input", s(&b)])
+        .args(COMMON)
+        .args(["--parallel", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let spilled = |tmp: &Path| {
+        std::fs::read_dir(tmp)
+            .unwrap()
+            .next()
+            .is_some_and(|e| std::fs::read_dir(e.unwrap().path()).is_ok_and(|f| f.count() == 32))
+    };
+    let mut alive = || recv.try_wait().unwrap().is_none();
+    wait_until(
+        "both spills",
+        || spilled(&rtmp) && spilled(&stmp),
+        &mut alive,
+    );
+    signal(&recv, libc::SIGTERM);
+    let (code, stderr) = finish(recv, err);
+    assert_eq!(code, Some(143), "{stderr}");
+    assert_eq!(
+        one_error_line(&stderr),
+        "blindjoin: error: cancelled (SIGTERM)"
+    );
+    let sent = send.wait_with_output().unwrap();
+    assert_eq!(sent.status.code(), Some(1));
+    one_error_line(&String::from_utf8_lossy(&sent.stderr));
+    assert_eq!(entries(&rtmp), Vec::<String>::new());
+    assert_eq!(entries(&stmp), Vec::<String>::new());
+    assert_eq!(entries(&out_dir), Vec::<String>::new());
+}
+
+#[test]
+fn sigint_while_the_receiver_writes_its_output_leaves_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // 10^6 rows, all matched: the output takes a while to write.
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.txt"));
+    let pad = "x".repeat(60);
+    let n = 1_000_000;
+    let mut text = String::from("id,key,pad\n");
+    let mut keys = String::new();
+    for i in 0..n {
+        text.push_str(&format!("{i},k{i},{pad}\n"));
+        keys.push_str(&format!("k{i}\n"));
+    }
+    std::fs::write(&a, text).unwrap();
+    std::fs::write(&b, keys).unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let out = out_dir.join("out.csv");
+    let common = ["--protocol", "naive", "--insecure"];
+    let mut rargs = vec!["receive", "--input", s(&a), "--column", "key"];
+    rargs.extend(["--output", s(&out)]);
+    rargs.extend(common);
+    let (mut recv, addr, err) = spawn_listener(&rargs);
+    let send = bin()
+        .args(["send", "--connect", &addr, "--input", s(&b)])
+        .args(common)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // The output's temporary file has rows in it: the receiver is stopped there, and it is
+    // still there (the output is not in place) when the signal is sent.
+    let writing = || {
+        entries(&out_dir).into_iter().find(|n| {
+            n.starts_with(".out.csv.")
+                && n.ends_with(".tmp")
+                && std::fs::metadata(out_dir.join(n)).is_ok_and(|m| m.len() > 0)
+        })
+    };
+    let t = Instant::now();
+    loop {
+        assert!(
+            recv.try_wait().unwrap().is_none(),
+            "the receiver ended first"
+        );
+        assert!(!out.exists(), "the output was complete before the signal");
+        assert!(t.elapsed() < Duration::from_secs(120), "no output written");
+        if writing().is_some() {
+            signal(&recv, libc::SIGSTOP);
+            if writing().is_some() {
+                break;
+            }
+            signal(&recv, libc::SIGCONT);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    signal(&recv, libc::SIGINT);
+    signal(&recv, libc::SIGCONT);
+    let (code, stderr) = finish(recv, err);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert_eq!(
+        one_error_line(&stderr),
+        "blindjoin: error: cancelled (SIGINT)"
+    );
+    let sent = send.wait_with_output().unwrap();
+    assert_eq!(sent.status.code(), Some(1));
+    assert_eq!(entries(&out_dir), Vec::<String>::new());
+}
