@@ -13,7 +13,7 @@ use crate::keyed::Keyed;
 use crate::link::Endpoint;
 use crate::normalize::Normalizer;
 use crate::output::{
-    OutputSpec, Prepared, check_output, check_output_spec, prepare_output, write_atomic,
+    OutputSpec, Prepared, check_output, check_output_spec, prepare_output, same_file, write_atomic,
 };
 use crate::progress::Bars;
 use crate::report::{
@@ -740,7 +740,7 @@ pub fn run_cli(
     if let Some(json) = &o.json {
         let mut inputs = vec![o.keys.input.as_path()];
         if let CliRole::Receiver { output: Some(out) } = &role {
-            if out == json {
+            if same_file(out, json) {
                 return Err(CliError::Usage(format!(
                     "{}: given as both --output and --json",
                     json.display()

@@ -859,3 +859,49 @@ fn sigint_while_the_receiver_writes_its_output_leaves_no_temporary_file() {
     assert_eq!(sent.status.code(), Some(1));
     assert_eq!(entries(&out_dir), Vec::<String>::new());
 }
+
+#[test]
+fn the_output_and_the_report_are_compared_as_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, _) = generate(dir.path(), "20", "20", "5", "67");
+    let input = std::fs::read(&a).unwrap();
+    std::fs::create_dir_all(dir.path().join("out/sub")).unwrap();
+    let in_dir = |p: &str| dir.path().join(p);
+    // Nobody listens at 127.0.0.1:9: each case must fail on its own, long before the deadline.
+    let attempt = |output: &Path, json: Option<&Path>| -> Output {
+        let mut args = vec!["receive", "--connect", "127.0.0.1:9", "--deadline", "30s"];
+        args.extend(["--input", s(&a), "--column", "email", "--output", s(output)]);
+        if let Some(j) = json {
+            args.extend(["--json", s(j)]);
+        }
+        bin().current_dir(dir.path()).args(&args).output().unwrap()
+    };
+    let started = Instant::now();
+    for (output, json) in [
+        ("out/out.csv", "./out/out.csv"),
+        ("out/out.csv", "out/sub/../out.csv"),
+    ] {
+        assert_one_line_error(
+            &attempt(Path::new(output), Some(Path::new(json))),
+            &[&format!("{json}: given as both --output and --json")],
+        );
+    }
+    assert_eq!(entries(&in_dir("out")), vec!["sub".to_owned()]);
+    // The input under another spelling, or through a link, as the output or the report.
+    std::os::unix::fs::symlink(&a, in_dir("link.csv")).unwrap();
+    for (output, json) in [
+        ("./a.csv", None),
+        ("out/../a.csv", None),
+        ("link.csv", None),
+        ("out/out.csv", Some("out/../a.csv")),
+    ] {
+        let named = json.unwrap_or(output);
+        assert_one_line_error(
+            &attempt(Path::new(output), json.map(Path::new)),
+            &[&format!("{named}: is also an input of this run")],
+        );
+    }
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(entries(&in_dir("out")), vec!["sub".to_owned()]);
+    assert_eq!(std::fs::read(&a).unwrap(), input);
+}
