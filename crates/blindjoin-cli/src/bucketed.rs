@@ -34,11 +34,15 @@
 //!    confirmation of [`blindjoin_core::finish`]; lane 0 carries the run's confirmation and
 //!    final verdict, after the output is in place, as a single session does.
 //!
-//! **Resume** ([`crate::rundir`]): a resumable run records each finished bucket. A run that
-//! resumes one names the old run id in the run handshake (parameter `resume`), partitions
-//! under the old key, checks that both counts are the recorded ones, and then both parties
-//! exchange which buckets they finished (the receiver's first); the buckets both finished are
-//! kept and only the others run, as sessions of the new run.
+//! **Resume** ([`crate::rundir`]): a resumable run records each bucket (the receiver once it
+//! has its matches, the sender before it serves it). A run that resumes one names the old run
+//! id in the run handshake (parameter `resume`), partitions under the old key, checks that both
+//! counts are the recorded ones, and then both parties exchange which buckets they recorded
+//! (the receiver's first; the sender's answer also says whether it serves again what it served
+//! and the receiver has no record of). The buckets both recorded are kept; a bucket only the
+//! sender recorded is served again only if the sender allows it (`--allow-rerun`), and
+//! otherwise both parties stop there with an error naming it; the others run, as sessions of
+//! the new run.
 //!
 //! **Leakage.** The peer learns B, K and our number of distinct items, as it learns the latter
 //! in one session; every bucket's announced size is the public maximum. A run that would need
@@ -229,6 +233,9 @@ pub struct Outcome {
     pub dummies: u64,
     /// Buckets kept from the run this one resumed (not run again).
     pub kept: u64,
+    /// Buckets the sender served again on this resume, though it had served them before
+    /// (`--allow-rerun`), ascending.
+    pub rerun: Vec<u32>,
     /// Traffic of the lanes other than lane 0 (lane 0's is the caller's channel's).
     pub other_lanes: Traffic,
     /// The open lanes 1.. (already confirmed), to close after lane 0's final verdict.
@@ -594,13 +601,49 @@ fn run_bucket(
     Ok(result?)
 }
 
-/// Exchanges which buckets each party of a resumed run has finished (the receiver's first);
-/// returns the buckets both have finished.
+/// The buckets `bits` marks (bit p % 8 of byte p / 8), of `buckets`.
+fn unpack(bits: &[u8], buckets: usize) -> Vec<bool> {
+    (0..buckets)
+        .map(|p| bits[p / 8] & (1 << (p % 8)) != 0)
+        .collect()
+}
+
+/// `buckets` as a list for a line: "bucket 3", "buckets 3, 7", the first 20 and how many more.
+pub fn bucket_list(buckets: &[usize]) -> String {
+    const SHOWN: usize = 20;
+    let shown: Vec<String> = buckets.iter().take(SHOWN).map(|p| p.to_string()).collect();
+    let more = buckets.len().saturating_sub(SHOWN);
+    let noun = if buckets.len() == 1 {
+        "bucket"
+    } else {
+        "buckets"
+    };
+    if more == 0 {
+        format!("{noun} {}", shown.join(", "))
+    } else {
+        format!("{noun} {} and {more} more", shown.join(", "))
+    }
+}
+
+/// What a resumed run does with the buckets of the run it resumes.
+struct Resumed {
+    /// Both parties recorded the bucket: its result is kept.
+    kept: Vec<bool>,
+    /// The sender recorded it and the receiver did not: served again (`--allow-rerun`).
+    rerun: Vec<usize>,
+}
+
+/// Exchanges which buckets each party of a resumed run has recorded (the receiver's first;
+/// the sender answers with its own and whether it serves again what only it recorded). The
+/// sender's record is authoritative ([`crate::rundir`]): a bucket it recorded and the receiver
+/// did not is served again only if the sender allows it (`allow_rerun`, the sender's); else
+/// both parties end here, with errors naming the buckets.
 fn agree_finished<C: Channel + ?Sized>(
     ch: &mut C,
     receiver: bool,
     mine: &[bool],
-) -> CliResult<Vec<bool>> {
+    allow_rerun: bool,
+) -> CliResult<Resumed> {
     let mut bits = vec![0u8; mine.len().div_ceil(8)];
     for (p, &f) in mine.iter().enumerate() {
         if f {
@@ -608,28 +651,53 @@ fn agree_finished<C: Channel + ?Sized>(
         }
     }
     let limit = bits.len() + 16;
-    let peer: Vec<u8> = if receiver {
-        send_msg(ch, MSG_RECEIVER_FINISHED, &bits)?;
-        recv_msg(ch, MSG_SENDER_FINISHED, limit)?
-    } else {
-        let peer = recv_msg(ch, MSG_RECEIVER_FINISHED, limit)?;
-        send_msg(ch, MSG_SENDER_FINISHED, &bits)?;
-        peer
-    };
-    if peer.len() != bits.len() {
-        return Err(Error::Malformed {
-            message: if receiver {
-                MSG_SENDER_FINISHED
-            } else {
-                MSG_RECEIVER_FINISHED
-            },
-            reason: format!("{} bytes for {} buckets", peer.len(), mine.len()),
+    let wrong_length = |message: &'static str, len: usize| -> CliError {
+        Error::Malformed {
+            message,
+            reason: format!("{len} bytes for {} buckets", mine.len()),
         }
-        .into());
+        .into()
+    };
+    let (theirs, allowed) = if receiver {
+        send_msg(ch, MSG_RECEIVER_FINISHED, &bits)?;
+        let (peer, allowed): (Vec<u8>, bool) = recv_msg(ch, MSG_SENDER_FINISHED, limit)?;
+        if peer.len() != bits.len() {
+            return Err(wrong_length(MSG_SENDER_FINISHED, peer.len()));
+        }
+        (peer, allowed)
+    } else {
+        let peer: Vec<u8> = recv_msg(ch, MSG_RECEIVER_FINISHED, limit)?;
+        if peer.len() != bits.len() {
+            return Err(wrong_length(MSG_RECEIVER_FINISHED, peer.len()));
+        }
+        send_msg(ch, MSG_SENDER_FINISHED, &(&bits, allow_rerun))?;
+        (peer, allow_rerun)
+    };
+    let theirs = unpack(&theirs, mine.len());
+    let (sent, got) = if receiver {
+        (&theirs[..], mine)
+    } else {
+        (mine, &theirs[..])
+    };
+    let kept = (0..mine.len()).map(|p| sent[p] && got[p]).collect();
+    let rerun: Vec<usize> = (0..mine.len()).filter(|&p| sent[p] && !got[p]).collect();
+    if !rerun.is_empty() && !allowed {
+        let list = bucket_list(&rerun);
+        return Err(CliError::Usage(if receiver {
+            format!(
+                "the sender refuses to serve {list} again: it served them before and this side \
+                 has no record of them, so this side would query them twice; the sender may \
+                 pass --allow-rerun to serve them again, or start a new run"
+            )
+        } else {
+            format!(
+                "the receiver has no record of {list}, which this side served: serving them \
+                 again would let the receiver query them twice; pass --allow-rerun to serve \
+                 them again, or start a new run"
+            )
+        }));
     }
-    Ok((0..mine.len())
-        .map(|p| mine[p] && peer[p / 8] & (1 << (p % 8)) != 0)
-        .collect())
+    Ok(Resumed { kept, rerun })
 }
 
 /// The end of a lane other than the run's first connection: the transcript confirmation of
@@ -775,9 +843,10 @@ pub fn run<'a, C: Channel>(
     };
     let dummy_count = plan.own_max * u64::from(b.count) - n;
 
-    // A resumed run keeps the buckets both parties finished; a new resumable run records
-    // itself.
+    // A resumed run keeps the buckets both parties recorded, and serves again those only the
+    // sender recorded only if the sender allows it; a new resumable run records itself.
     let mut kept = vec![false; b.count as usize];
+    let mut rerun = Vec::new();
     if let Some(d) = resume {
         let mut d = lock(d)?;
         match &resumed {
@@ -789,7 +858,23 @@ pub fn run<'a, C: Channel>(
                         r.n, r.peer_n
                     )));
                 }
-                kept = agree_finished(ch, receiver, &d.finished(b.count))?;
+                let agreed = agree_finished(ch, receiver, &d.finished(b.count), d.allow_rerun())?;
+                if !agreed.rerun.is_empty() {
+                    let list = bucket_list(&agreed.rerun);
+                    d.note(&if receiver {
+                        format!(
+                            "the sender serves {list} again (its --allow-rerun): this side has \
+                             no record of them"
+                        )
+                    } else {
+                        format!(
+                            "serving {list} again (--allow-rerun): this side served them \
+                             before, and the receiver has no record of them"
+                        )
+                    });
+                }
+                kept = agreed.kept;
+                rerun = agreed.rerun;
             }
             None => d.save_run(RunState {
                 run_id: id.clone(),
@@ -823,6 +908,20 @@ pub fn run<'a, C: Channel>(
         let pool = lane_base_ots(session_ref, w, receiver);
         for &p in todo.iter().skip(w).step_by(b.parallel) {
             let mut bucket = split.load(p)?;
+            // The sender records a bucket before serving it: from here on the receiver may
+            // learn its result, however the session ends.
+            if let Some(d) = resume
+                && !receiver
+            {
+                lock(d)?.record(
+                    p,
+                    &Finished {
+                        session: [0; 32],
+                        matched: 0,
+                        values: Vec::new(),
+                    },
+                )?;
+            }
             let (positions, bucket_id) = run_bucket(
                 ch,
                 protocol,
@@ -836,7 +935,9 @@ pub fn run<'a, C: Channel>(
             bucket.values_at(&positions, &mut found);
             matched += positions.len() as u64;
             tick(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1);
-            if let Some(d) = resume {
+            if let Some(d) = resume
+                && receiver
+            {
                 lock(d)?.record(
                     p,
                     &Finished {
@@ -905,6 +1006,7 @@ pub fn run<'a, C: Channel>(
         buckets: b,
         dummies: dummy_count,
         kept: kept_count,
+        rerun: rerun.into_iter().map(|p| p as u32).collect(),
         other_lanes,
         lanes,
     })

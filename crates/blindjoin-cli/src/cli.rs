@@ -253,12 +253,19 @@ pub struct PartyOpts {
     /// choose the same K).
     #[arg(long, value_name = "K", default_value_t = 1)]
     pub parallel: usize,
-    /// Keep the bucketed run's state in DIR, so that an interrupted run can be resumed by
-    /// running the same command again: buckets both parties finished are kept, the others run
-    /// again (both parties must resume, each with its own directory). DIR is emptied once the
-    /// run succeeds.
+    /// Keep the bucketed run's state in DIR (private: mode 0700), so that an interrupted run
+    /// can be resumed by running the same command again: buckets both parties finished are
+    /// kept, the others run again (both parties must resume, each with its own directory). A
+    /// bucket the sender served is not served again unless the sender passes --allow-rerun.
+    /// DIR is emptied once the run succeeds.
     #[arg(long, value_name = "DIR")]
     pub resume: Option<PathBuf>,
+    /// With --resume, on the sender: serve again the buckets this side served before but the
+    /// receiver has no record of (a run interrupted while a bucket ran leaves such a bucket).
+    /// The receiver could then query them twice; without this the sender refuses the resume
+    /// and names them. Only the sender's decides; the receiver may pass it too.
+    #[arg(long, requires = "resume")]
+    pub allow_rerun: bool,
 }
 
 /// Parses `--buckets`: a count from 1, or `auto` (0).

@@ -44,6 +44,10 @@ pub enum CliError {
     /// A result check failed (the demo's self-verification).
     #[error("verification failed: {0}")]
     Verification(String),
+    /// The run was cancelled (a signal, or the Python package's Ctrl-C; see
+    /// [`crate::signals`]).
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// Result alias of the CLI.

@@ -25,6 +25,7 @@ pub mod progress;
 pub mod report;
 pub mod rundir;
 pub mod serve;
+pub mod signals;
 pub mod spill;
 pub mod suite;
 pub mod synth;

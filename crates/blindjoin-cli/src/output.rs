@@ -125,6 +125,8 @@ pub fn prepare_output(
         let mut sink = Sink::new(path, w, format, schema.clone());
         let mut written = 0u64;
         emit(source, rows, spec, format, &schema, &mut |piece| {
+            // A cancelled run stops writing; the temporary file goes with the error.
+            crate::signals::check()?;
             written += match piece {
                 Piece::Batch(batch) => {
                     sink.write(batch)?;
@@ -649,22 +651,44 @@ where
     })
 }
 
+/// Whether `a` and `b` are the same file, however they are spelled: if both exist, the same
+/// device and inode (a symbolic or hard link to a file is that file); otherwise the same name
+/// in the same directory, each directory canonicalised (`out/out.csv`, `./out/out.csv` and
+/// `out/sub/../out.csv` are one file before it exists).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b)) {
+        return x.dev() == y.dev() && x.ino() == y.ino();
+    }
+    match (resolved(a), resolved(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// The canonical path of `path` if it exists, else its directory's canonical path joined with
+/// its name (`None` if neither resolves).
+fn resolved(path: &Path) -> Option<PathBuf> {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return Some(p);
+    }
+    let dir = std::fs::canonicalize(dir_of(path)).ok()?;
+    Some(dir.join(path.file_name()?))
+}
+
 /// Checks, before anything runs, that an output can be written at `path`: it is not one of
-/// `inputs` (the run would replace its own input), is not a directory, and its directory
-/// exists and takes a new file. Errors name the user's path, never the temporary file's.
+/// `inputs` however spelled ([`same_file`]; the run would replace its own input), is not a
+/// directory, and its directory exists and takes a new file. Errors name the user's path,
+/// never the temporary file's.
 pub fn check_output(path: &Path, inputs: &[&Path]) -> CliResult<()> {
     let fail = |reason: String| CliError::Usage(format!("{}: {reason}", path.display()));
     if path.is_dir() {
         return Err(fail("is a directory; give a file name".into()));
     }
-    if let Ok(out) = std::fs::canonicalize(path) {
-        for input in inputs {
-            if std::fs::canonicalize(input).is_ok_and(|i| i == out) {
-                return Err(fail(
-                    "is also an input of this run; write the output to another file".into(),
-                ));
-            }
-        }
+    if inputs.iter().any(|input| same_file(path, input)) {
+        return Err(fail(
+            "is also an input of this run; write the output to another file".into(),
+        ));
     }
     let dir = dir_of(path);
     if !dir.is_dir() {
@@ -928,5 +952,35 @@ mod tests {
         write_atomic(&out, b"").unwrap();
         assert_eq!(std::fs::read(&out).unwrap(), b"");
         assert_eq!(entries(dir.path()), vec!["report.json"]);
+    }
+
+    #[test]
+    fn paths_are_compared_as_files_not_spellings() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("out/sub")).unwrap();
+        // Neither exists: the same name in the same directory, however reached.
+        let out = d.join("out/out.csv");
+        assert!(same_file(&out, &d.join("out/./out.csv")));
+        assert!(same_file(&out, &d.join("out/sub/../out.csv")));
+        assert!(!same_file(&out, &d.join("out/sub/out.csv")));
+        assert!(!same_file(&out, &d.join("out/out.json")));
+        // Existing files: the same inode, through a symbolic or a hard link too.
+        let input = d.join("in.csv");
+        std::fs::write(&input, "id\n1\n").unwrap();
+        std::os::unix::fs::symlink(&input, d.join("sym.csv")).unwrap();
+        std::fs::hard_link(&input, d.join("hard.csv")).unwrap();
+        std::fs::write(d.join("copy.csv"), "id\n1\n").unwrap();
+        for other in ["sym.csv", "hard.csv", "out/../in.csv"] {
+            assert!(same_file(&d.join(other), &input), "{other}");
+            let e = check_output(&d.join(other), &[&input])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("is also an input of this run"), "{e}");
+        }
+        assert!(!same_file(&d.join("copy.csv"), &input));
+        check_output(&d.join("copy.csv"), &[&input]).unwrap();
+        // One exists, the other does not: different files.
+        assert!(!same_file(&input, &out));
     }
 }

@@ -13,14 +13,14 @@ use crate::keyed::Keyed;
 use crate::link::Endpoint;
 use crate::normalize::Normalizer;
 use crate::output::{
-    OutputSpec, Prepared, check_output, check_output_spec, prepare_output, write_atomic,
+    OutputSpec, Prepared, check_output, check_output_spec, prepare_output, same_file, write_atomic,
 };
 use crate::progress::Bars;
 use crate::report::{
     BucketStats, InputStats, IntersectionStats, Phase, RunReport, hex, human_bytes, peak_rss_bytes,
     process_cpu_seconds,
 };
-use crate::rundir::{Fingerprint, RunDir, SpillState, key_hex};
+use crate::rundir::{Fingerprint, ResumeOptions, RunDir, SpillState, digests_of, key_hex};
 use crate::spill::SpillSplit;
 use blindjoin_core::channel::metered::Metered;
 use blindjoin_core::channel::transcript::Transcript;
@@ -129,8 +129,9 @@ pub struct FileParty<'a> {
     pub party: Party,
     /// Input file.
     pub input: &'a Path,
-    /// A resumable bucketed run's directory (`--resume`; [`crate::rundir`]).
-    pub resume: Option<&'a Path>,
+    /// A resumable bucketed run's directory (`--resume`; [`crate::rundir`]) and what its
+    /// resume may do.
+    pub resume: Option<(&'a Path, ResumeOptions)>,
     /// The input's format (`None`: by [`Format::of_input`]).
     pub format: Option<Format>,
     /// Key columns (empty: one key per line, or the only column of a Parquet file).
@@ -200,7 +201,7 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
         place: crate::spill::Place::Temp(None),
     };
     let run_dir = match p.resume {
-        Some(dir) => Some(Arc::new(Mutex::new(RunDir::open(dir)?))),
+        Some((dir, options)) => Some(Arc::new(Mutex::new(RunDir::open_with(dir, options)?))),
         None => None,
     };
     let stream_source = source.clone();
@@ -240,7 +241,9 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
                                     dir.path().display()
                                 )));
                             }
-                            let split = SpillSplit::reopen(dir.spill_dir(), state.counts.clone());
+                            let digests = digests_of(state, dir.path())?;
+                            let split =
+                                SpillSplit::reopen(dir.spill_dir(), state.counts.clone(), digests);
                             (split, state.clone())
                         }
                         None => {
@@ -254,6 +257,7 @@ pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
                                 key: key_hex(&partition.key()),
                                 buckets: partition.buckets(),
                                 counts: s.split.counts().to_vec(),
+                                digests: s.split.digests_hex(),
                                 rows: s.rows,
                                 empty_keys: s.empty_keys,
                                 duplicate_rows: s.duplicate_rows,
@@ -368,7 +372,8 @@ pub fn run_party(
             let t = Instant::now();
             (endpoint.open(&cfg), t.elapsed().as_secs_f64())
         });
-        // Forward an outer cancel (the Python package's Ctrl-C) to the connection attempt.
+        // Forward an outer cancel (a signal caught by the command, the Python package's
+        // Ctrl-C) to the connection attempt.
         let done_ref = &done;
         if let Some(outer) = outer_cancel.clone() {
             s.spawn(move || {
@@ -403,23 +408,34 @@ pub fn run_party(
         Err(panic) => std::panic::resume_unwind(panic),
     };
     let link = link?;
-    // An outer cancel (the Python package's Ctrl-C) during the protocol shuts the socket
-    // down, which ends the run's blocked reads and writes with an error.
-    let _watch = outer_cancel.and_then(|cancel| {
-        let socket = link.socket().ok()?;
+    // An outer cancel (a signal caught by the command, the Python package's Ctrl-C) during the
+    // protocol shuts the run's connections down, lane 0's and each further lane's, which ends
+    // their blocked reads and writes with an error; further lanes are not opened.
+    let sockets = LaneSockets::new(cancel.clone());
+    sockets.add(&link);
+    let _watch = outer_cancel.clone().map(|outer| {
         let finished = Arc::new(AtomicBool::new(false));
         let f = finished.clone();
+        let watched = sockets.clone();
         std::thread::spawn(move || {
             while !f.load(Ordering::Relaxed) {
-                if cancel.load(Ordering::Relaxed) {
-                    let _ = socket.shutdown(std::net::Shutdown::Both);
+                if outer.load(Ordering::Relaxed) {
+                    watched.shut_down();
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
         });
-        Some(SetOnDrop(finished))
+        Watch {
+            finished,
+            sockets: sockets.clone(),
+        }
     });
+    let cancelled = || {
+        outer_cancel
+            .as_ref()
+            .is_some_and(|c| c.load(Ordering::Relaxed))
+    };
     let mut phases = keys.phases;
     let items = &keys.keyed.items;
     phases.push(Phase {
@@ -446,7 +462,11 @@ pub fn run_party(
     let streaming = stream.is_some();
     let (session, proto_phases, indices, aggregate) = if p.buckets.split() {
         let mut open_lane = || match &lanes {
-            Some(l) => l.open(&link_cfg),
+            Some(l) => {
+                let lane = l.open(&link_cfg)?;
+                sockets.add(&lane);
+                Ok(lane)
+            }
             None => Err(CliError::Usage(
                 "a bucketed run's lanes need --parallel".into(),
             )),
@@ -538,6 +558,13 @@ pub fn run_party(
             }
             let mut target = None;
             if let Some(prep) = prepared {
+                // Cancelled after the confirmation: the output is not put in place (the
+                // temporary file goes when `prep` is dropped).
+                if cancelled() {
+                    let e = CliError::Cancelled;
+                    let _ = finish::receiver_final(&mut ch, Some(&e.to_string()));
+                    return Err(e);
+                }
                 target = Some(prep.path().display().to_string());
                 if let Err(e) = prep.persist() {
                     let _ = finish::receiver_final(&mut ch, Some(&e.to_string()));
@@ -577,6 +604,7 @@ pub fn run_party(
             parallel: b.buckets.parallel,
             dummies: b.dummies,
             kept: b.kept,
+            rerun: b.rerun.clone(),
         };
         b.close();
         stats
@@ -624,12 +652,60 @@ fn named(phases: Vec<(&'static str, f64)>) -> Vec<(String, f64)> {
     phases.into_iter().map(|(n, s)| (n.to_owned(), s)).collect()
 }
 
-/// Sets its flag when dropped (ends a watcher thread however the run ends).
-struct SetOnDrop(Arc<AtomicBool>);
+/// The connections of a run, to shut down when it is cancelled.
+#[derive(Clone)]
+struct LaneSockets {
+    /// The run's own cancel flag: set when the connections are shut down, so that a lane being
+    /// opened is not opened, or is shut down as soon as it is added.
+    cancel: Arc<AtomicBool>,
+    sockets: Arc<Mutex<Vec<std::net::TcpStream>>>,
+}
 
-impl Drop for SetOnDrop {
+impl LaneSockets {
+    fn new(cancel: Arc<AtomicBool>) -> Self {
+        LaneSockets {
+            cancel,
+            sockets: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Adds a connection of the run (shut down at once if the run is already cancelled).
+    fn add(&self, link: &blindjoin_core::transport::Link) {
+        let Ok(socket) = link.socket() else {
+            return;
+        };
+        if let Ok(mut v) = self.sockets.lock() {
+            v.push(socket);
+        }
+        if self.cancel.load(Ordering::SeqCst) {
+            self.shut_down();
+        }
+    }
+
+    /// Shuts every connection down.
+    fn shut_down(&self) {
+        self.cancel.store(true, Ordering::SeqCst);
+        if let Ok(v) = self.sockets.lock() {
+            for s in v.iter() {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+}
+
+/// Ends the watcher thread of a run however the run ends, and lets go of the run's
+/// connections (the watcher's copies would otherwise keep them open until it wakes).
+struct Watch {
+    finished: Arc<AtomicBool>,
+    sockets: LaneSockets,
+}
+
+impl Drop for Watch {
     fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.finished.store(true, Ordering::Relaxed);
+        if let Ok(mut v) = self.sockets.sockets.lock() {
+            v.clear();
+        }
     }
 }
 
@@ -664,7 +740,7 @@ pub fn run_cli(
     if let Some(json) = &o.json {
         let mut inputs = vec![o.keys.input.as_path()];
         if let CliRole::Receiver { output: Some(out) } = &role {
-            if out == json {
+            if same_file(out, json) {
                 return Err(CliError::Usage(format!(
                     "{}: given as both --output and --json",
                     json.display()
@@ -674,7 +750,10 @@ pub fn run_cli(
         }
         check_output(json, &inputs)?;
     }
-    let link = o.net.link_config()?;
+    // SIGINT and SIGTERM cancel the run: it ends through its error path ([`crate::signals`]).
+    crate::signals::install()?;
+    let mut link = o.net.link_config()?;
+    link.cancel = Some(crate::signals::flag());
     o.security.warn_weak();
     o.keys.check_columns()?;
     let bars = if o.quiet { Bars::hidden() } else { Bars::new() };
@@ -710,7 +789,15 @@ pub fn run_cli(
             },
         },
         input: &o.keys.input,
-        resume: o.resume.as_deref(),
+        resume: o.resume.as_deref().map(|dir| {
+            let b = bars.clone();
+            let note: crate::rundir::Note = Arc::new(move |line: &str| b.println(line));
+            let options = ResumeOptions {
+                allow_rerun: o.allow_rerun,
+                note: Some(note),
+            };
+            (dir, options)
+        }),
         format: o.keys.format,
         columns: &o.keys.column,
         value_column,

@@ -57,6 +57,9 @@ pub struct BucketStats {
     pub dummies: u64,
     /// Buckets kept from the interrupted run this one resumed (`--resume`), not run again.
     pub kept: u64,
+    /// Buckets the sender served again on this resume though it had served them before: the
+    /// receiver had no record of them and the sender allowed it (`--allow-rerun`).
+    pub rerun: Vec<u32>,
 }
 
 /// Input statistics.

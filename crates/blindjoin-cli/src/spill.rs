@@ -7,7 +7,13 @@
 //! compare as byte strings) and written back, which counts its distinct items. A bucket's
 //! session loads its sorted file: the distinct items in order, and for each the rows carrying
 //! it, which are what a match at the item stands for. The directory is removed when the split
-//! is dropped.
+//! is dropped, so also when the run fails or a signal cancels it ([`crate::signals`]: reading
+//! and sorting stop at the next piece).
+//!
+//! The records are unsalted hashes of the input's keys, so the directory is private: created
+//! with mode 0700, each bucket's file with mode 0600. The SHA-256 of each sorted bucket file is
+//! kept; a kept spill (a resumable run's) checks it each time it loads the bucket, so a file
+//! changed on disk is refused rather than read as other items.
 
 use crate::bucket::Partition;
 use crate::bucketed::{Loaded, Split};
@@ -16,10 +22,12 @@ use crate::input::Format;
 use crate::input::{InputSpec, RowSink, RowSource, read_rows};
 use crate::normalize::Normalizer;
 use crate::report::Phase;
+use crate::rundir::{create_private_dir, create_private_file, file_digest};
 use blindjoin_core::item::{ITEM_LEN, Item};
 use rayon::prelude::*;
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -75,6 +83,8 @@ pub struct SpillSplit {
     dir: Dir,
     counts: Vec<u64>,
     distinct: u64,
+    /// The SHA-256 of each bucket's file.
+    digests: Vec<[u8; 32]>,
 }
 
 /// What spilling an input gives: the split, where the rows are, and the input's statistics.
@@ -118,6 +128,7 @@ struct SpillSink<'a> {
 
 impl RowSink for SpillSink<'_> {
     fn take(&mut self, keys: &[Option<Item>]) -> CliResult<()> {
+        crate::signals::check()?;
         self.items.clear();
         self.rows.clear();
         for (k, key) in keys.iter().enumerate() {
@@ -168,26 +179,24 @@ pub fn spill(
 ) -> CliResult<Spilled> {
     let t = Instant::now();
     let dir = match &input.place {
-        Place::Temp(Some(d)) => tempfile::Builder::new()
-            .prefix("blindjoin-buckets-")
-            .tempdir_in(d)
-            .map(Dir::Temp)
-            .map_err(|e| io_error(d, e))?,
-        Place::Temp(None) => tempfile::Builder::new()
-            .prefix("blindjoin-buckets-")
-            .tempdir()
-            .map(Dir::Temp)
-            .map_err(|e| io_error(&std::env::temp_dir(), e))?,
+        Place::Temp(d) => {
+            let base = d.clone().unwrap_or_else(std::env::temp_dir);
+            tempfile::Builder::new()
+                .prefix("blindjoin-buckets-")
+                .permissions(std::fs::Permissions::from_mode(0o700))
+                .tempdir_in(&base)
+                .map(Dir::Temp)
+                .map_err(|e| io_error(&base, e))?
+        }
         Place::Kept(d) => {
-            std::fs::create_dir_all(d).map_err(|e| io_error(d, e))?;
+            create_private_dir(d)?;
             Dir::Kept(d.clone())
         }
     };
     let b = partition.buckets() as usize;
     let mut writers = Vec::with_capacity(b);
     for p in 0..b {
-        let path = bucket_path(dir.path(), p);
-        let f = File::create(&path).map_err(|e| io_error(&path, e))?;
+        let f = create_private_file(&bucket_path(dir.path(), p))?;
         writers.push(BufWriter::with_capacity(WRITE_BUFFER, f));
     }
     let mut sink = SpillSink {
@@ -222,7 +231,9 @@ pub fn spill(
     // Sort each bucket and count its distinct items.
     let t = Instant::now();
     let mut counts = Vec::with_capacity(b);
+    let mut digests = Vec::with_capacity(b);
     for p in 0..b {
+        crate::signals::check()?;
         let mut bytes = read_bucket(dir.path(), p)?;
         let records: &mut [[u8; RECORD]] = bytemuck_records(&mut bytes);
         records.par_sort_unstable();
@@ -232,6 +243,7 @@ pub fn spill(
             .count() as u64
             + u64::from(!records.is_empty());
         counts.push(distinct);
+        digests.push(file_digest(&bytes));
         let path = bucket_path(dir.path(), p);
         std::fs::write(&path, &bytes).map_err(|e| io_error(&path, e))?;
     }
@@ -246,6 +258,7 @@ pub fn spill(
             dir,
             counts,
             distinct,
+            digests,
         },
         source: RowSource { rows, ..source },
         rows,
@@ -257,19 +270,25 @@ pub fn spill(
 
 impl SpillSplit {
     /// The split a finished spill left in `dir` (a resumable run's), with each bucket's
-    /// distinct count as the spill counted it.
-    pub fn reopen(dir: PathBuf, counts: Vec<u64>) -> SpillSplit {
+    /// distinct count and its file's digest as the spill recorded them.
+    pub fn reopen(dir: PathBuf, counts: Vec<u64>, digests: Vec<[u8; 32]>) -> SpillSplit {
         let distinct = counts.iter().sum();
         SpillSplit {
             dir: Dir::Kept(dir),
             counts,
             distinct,
+            digests,
         }
     }
 
     /// Each bucket's distinct items.
     pub fn counts(&self) -> &[u64] {
         &self.counts
+    }
+
+    /// The SHA-256 of each bucket's file, hex (as a spill manifest holds them).
+    pub fn digests_hex(&self) -> Vec<String> {
+        self.digests.iter().map(|d| crate::report::hex(d)).collect()
     }
 }
 
@@ -291,6 +310,18 @@ impl Split for SpillSplit {
 
     fn load(&self, p: usize) -> CliResult<Loaded> {
         let mut bytes = read_bucket(self.dir.path(), p)?;
+        // A kept spill outlives the process: check that its file is the one the spill wrote.
+        if let Dir::Kept(d) = &self.dir
+            && self.digests.get(p) != Some(&file_digest(&bytes))
+        {
+            let run = d.parent().unwrap_or(d);
+            return Err(CliError::Usage(format!(
+                "{}: not the bucket file this run wrote (its checksum differs); remove the run \
+                 directory {} to start a new run",
+                bucket_path(d, p).display(),
+                run.display()
+            )));
+        }
         let records = bytemuck_records(&mut bytes);
         let mut items = Vec::with_capacity(self.counts[p] as usize);
         let mut values = Vec::with_capacity(records.len());

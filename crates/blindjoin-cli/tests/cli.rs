@@ -579,6 +579,8 @@ fn a_killed_bucketed_run_resumes_and_runs_only_its_unfinished_buckets() {
             .map(str::to_owned)
             .to_vec();
         v.push(s(&sdir).to_owned());
+        // The bucket the sender was serving when the receiver died is served again.
+        v.push("--allow-rerun".to_owned());
         v.extend(common.map(str::to_owned));
         v
     };
