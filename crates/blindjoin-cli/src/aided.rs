@@ -515,6 +515,7 @@ pub fn run(a: &AidedArgs) -> CliResult<()> {
     a.check()?;
     let normalizer = a.keys.normalizer()?;
     let spec = a.output.spec();
+    crate::input::check_key_source(&a.keys.input, a.keys.format, &a.keys.column)?;
     let format =
         crate::input::Format::of_input(a.keys.format, &a.keys.input, !a.keys.column.is_empty());
     if let Some(out) = &a.output.output {
@@ -577,6 +578,9 @@ pub fn run(a: &AidedArgs) -> CliResult<()> {
     phases.push(("connect (while reading)".into(), connect_seconds));
 
     opts.key_params = normalizer.handshake_params();
+    opts.key_params.push(crate::party::key_source_param(
+        format == crate::input::Format::Lines,
+    ));
     if a.keys.column.len() > 1 {
         opts.key_params
             .push(("key_fields".to_owned(), a.keys.column.len().to_string()));

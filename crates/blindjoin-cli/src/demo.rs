@@ -105,6 +105,7 @@ pub fn run(spec: &DemoSpec) -> CliResult<()> {
                         country_code: None,
                     },
                     key_fields: 1,
+                    whole_records: false,
                     protocol: spec.protocol,
                     opts,
                     max_peer_size: None,

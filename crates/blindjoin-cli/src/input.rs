@@ -91,6 +91,24 @@ impl Format {
     }
 }
 
+/// Refuses a file named `.csv` (or `.tsv`) read without a key column and without an explicit
+/// `--format lines`: every whole line, the header included, would be a key, which is never
+/// what a CSV file's owner means.
+pub fn check_key_source(path: &Path, given: Option<Format>, columns: &[String]) -> CliResult<()> {
+    let csv_named = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("csv") || e.eq_ignore_ascii_case("tsv"));
+    if given.is_none() && columns.is_empty() && csv_named {
+        return Err(CliError::Usage(format!(
+            "{}: a CSV file needs its key column: give --column NAME (several for a composite \
+             key); to read every whole line as a key, header included, give --format lines",
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
 /// What to read and how to get the keys.
 #[derive(Clone, Copy, Debug)]
 pub struct InputSpec<'a> {
@@ -305,7 +323,7 @@ impl Scanner {
         &mut self,
         buf: &[u8],
         from: &mut usize,
-    ) -> Result<Option<(usize, u64)>, (u64, &'static str)> {
+    ) -> Result<Option<(usize, u64)>, (u64, String)> {
         let mut pos = *from;
         let mut boundary = None;
         loop {
@@ -360,10 +378,24 @@ impl Scanner {
                         boundary = Some((pos, self.newlines));
                     }
                     Some(_) => {
-                        return Err((
-                            self.newlines + 1,
-                            "text after the closing quote of a quoted field",
-                        ));
+                        let line = self.newlines + 1;
+                        // A quoted field that ran over lines most likely began with a quote
+                        // that was never closed: name where it opened.
+                        return Err(if opened < line {
+                            (
+                                opened,
+                                format!(
+                                    "a quoted field opens here and runs to line {line}, where \
+                                     text follows its closing quote (is a quote on this line \
+                                     never closed?)"
+                                ),
+                            )
+                        } else {
+                            (
+                                line,
+                                "text after the closing quote of a quoted field".to_owned(),
+                            )
+                        });
                     }
                 },
             }
@@ -373,9 +405,9 @@ impl Scanner {
     }
 
     /// At the end of the input: an error if a quoted field is still open.
-    fn finish(&self) -> Result<(), (u64, &'static str)> {
+    fn finish(&self) -> Result<(), (u64, String)> {
         match self.state {
-            State::Quoted { opened } => Err((opened, "quoted field is never closed")),
+            State::Quoted { opened } => Err((opened, "quoted field is never closed".to_owned())),
             _ => Ok(()),
         }
     }
@@ -505,7 +537,7 @@ impl BufferPool {
 
 enum CutError {
     Io(std::io::Error),
-    Quoting((u64, &'static str)),
+    Quoting((u64, String)),
 }
 
 /// What parsing a chunk gives: per row its item (`None` without a key).
@@ -1220,6 +1252,16 @@ mod tests {
             (
                 3,
                 "text after the closing quote of a quoted field".to_owned()
+            )
+        );
+        // A quote never closed on line 3 is only noticed at line 5: the error names line 3.
+        assert_eq!(
+            malformed(b"id,email\n1,a\n2,\"b\n3,c\n4,\"d\"e\n"),
+            (
+                3,
+                "a quoted field opens here and runs to line 5, where text follows its closing \
+                 quote (is a quote on this line never closed?)"
+                    .to_owned()
             )
         );
         // Blank lines (skipped) before the bad record, CRLF line endings.

@@ -58,6 +58,10 @@ pub struct Party {
     pub normalizer: Normalizer,
     /// Key fields joined into a key (named in the handshake when more than one).
     pub key_fields: usize,
+    /// Whether each key is a whole record (a line of a text file, a value of a list) rather
+    /// than named columns of a table: named in the handshake (`keys`), so that a party reading
+    /// whole lines of a CSV file does not meet one reading its `email` column.
+    pub whole_records: bool,
     /// The protocol.
     pub protocol: &'static Protocol,
     /// Protocol options (progress included).
@@ -157,6 +161,17 @@ pub fn default_max_peer_size(own: usize) -> u64 {
     (1u64 << 20).max(4 * own as u64)
 }
 
+/// The handshake parameter saying where the keys come from: whole records (lines, list
+/// values) or named columns.
+pub fn key_source_param(whole_records: bool) -> (String, String) {
+    let v = if whole_records {
+        "whole records (lines or values)"
+    } else {
+        "columns"
+    };
+    ("keys".to_owned(), v.to_owned())
+}
+
 /// Maps distinct keys to items, in parallel.
 pub fn items_of(keys: &[Vec<u8>]) -> Vec<Item> {
     keys.par_chunks(1 << 12)
@@ -167,6 +182,7 @@ pub fn items_of(keys: &[Vec<u8>]) -> Vec<Item> {
 /// Runs one party on a file (see the module doc). The receiver's output file is put in place
 /// only after the protocol and the final confirmation succeeded.
 pub fn run_file_party(p: FileParty<'_>) -> CliResult<PartyResult> {
+    crate::input::check_key_source(p.input, p.format, p.columns)?;
     let format = Format::of_input(p.format, p.input, !p.columns.is_empty());
     if let CliRole::Receiver { output: Some(out) } = &p.role {
         check_output(out, &[p.input])?;
@@ -448,6 +464,7 @@ pub fn run_party(
         opts.values = Some(values.into());
     }
     opts.key_params = p.normalizer.handshake_params();
+    opts.key_params.push(key_source_param(p.whole_records));
     if p.key_fields > 1 {
         opts.key_params
             .push(("key_fields".to_owned(), p.key_fields.to_string()));
@@ -779,6 +796,11 @@ pub fn run_cli(
             link,
             normalizer,
             key_fields: o.keys.column.len(),
+            whole_records: crate::input::Format::of_input(
+                o.keys.format,
+                &o.keys.input,
+                !o.keys.column.is_empty(),
+            ) == crate::input::Format::Lines,
             protocol: o.protocol,
             opts,
             max_peer_size: o.max_peer_size,

@@ -97,10 +97,15 @@ pub fn open_store(spec: &str, run_timeout: Duration) -> CliResult<Arc<dyn Store>
     if let Some(dir) = spec.strip_prefix("disk:").filter(|d| !d.is_empty()) {
         return Ok(Arc::new(DiskStore::open(Path::new(dir))?));
     }
-    if spec.starts_with("redis://")
-        || spec.starts_with("rediss://")
-        || spec.starts_with("redis+unix://")
-    {
+    if spec.starts_with("rediss://") {
+        return Err(CliError::Usage(
+            "--store rediss://: this server does not speak TLS to Redis; run Redis on this \
+             host and give redis://127.0.0.1:PORT or redis+unix:///PATH (docs/SECURITY.md, \
+             \"Redis\")"
+                .into(),
+        ));
+    }
+    if spec.starts_with("redis://") || spec.starts_with("redis+unix://") {
         return redis_store(spec, run_timeout);
     }
     Err(CliError::Usage(format!(

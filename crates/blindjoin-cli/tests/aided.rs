@@ -561,6 +561,25 @@ fn usage_errors_end_with_one_line_before_connecting() {
         .output()
         .unwrap();
     assert_one_line_error(&out, &["--store"]);
+    // Redis over TLS: refused in one line, pointing at the safe deployment.
+    let out = bin()
+        .args([
+            "server",
+            "--listen",
+            "127.0.0.1:0",
+            "--store",
+            "rediss://cache.example:6380",
+        ])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, &["does not speak TLS to Redis", "redis+unix://"]);
+    // CA mode without the clients' names: refused by the option parser.
+    let out = bin()
+        .args(["server", "--listen", "127.0.0.1:0", "--client-ca", s(&a)])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--client-name <NAME>"));
 }
 
 /// A connection to the server, tried again (up to 50 times, 100 ms apart) while the server

@@ -119,8 +119,9 @@ pub enum Error {
     /// altered the intersection; the text says what was seen.
     #[error("the server cheated: {0}")]
     ServerCheated(String),
-    /// The peer ended the run with an error after the protocol (it names its reason).
-    #[error("the peer failed: {0}")]
+    /// The peer ended the run with an error after the protocol (it names its reason, as
+    /// [`peer_failure`](crate::finish::peer_failure) words it from this side).
+    #[error("the peer stopped the run: {0}")]
     PeerFailed(String),
     /// A hashing structure could not hold the items (e.g. Cuckoo hashing found no placement);
     /// the message states the probability the parameters give this event.

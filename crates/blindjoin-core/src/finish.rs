@@ -95,6 +95,17 @@ fn reason(e: &str) -> String {
     e.chars().take(300).collect()
 }
 
+/// The error for the peer's reason `f` for ending the run. Its reason speaks of "the peer",
+/// which from this side is us: "the peer failed a protocol check: X" becomes "it says this side
+/// failed a protocol check: X".
+pub fn peer_failure(f: &str) -> Error {
+    let text = peer_text(f);
+    Error::PeerFailed(match text.strip_prefix("the peer ") {
+        Some(rest) => format!("it says this side {rest}"),
+        None => text,
+    })
+}
+
 /// The receiver's first step: sends its confirmation (with `failure` if its own run failed,
 /// e.g. the output could not be prepared) and checks the sender's. On `Ok` the caller puts its
 /// output in place and then calls [`receiver_final`].
@@ -107,7 +118,7 @@ pub fn receiver_confirm<C: Channel>(ch: &mut Transcript<C>, failure: Option<&str
     }
     let theirs: Confirmation = recv_msg(ch, MSG_CONFIRMATION, MAX_LEN)?;
     if let Some(f) = theirs.failure {
-        return Err(Error::PeerFailed(peer_text(&f)));
+        return Err(peer_failure(&f));
     }
     if theirs.sent != ours.received || theirs.received != ours.sent {
         return Err(mismatch());
@@ -141,7 +152,7 @@ pub fn sender_confirm<C: Channel>(ch: &mut Transcript<C>) -> Result<()> {
     let ours = ch.digests();
     let theirs: Confirmation = recv_msg(ch, MSG_CONFIRMATION, MAX_LEN)?;
     if let Some(f) = theirs.failure {
-        return Err(Error::PeerFailed(peer_text(&f)));
+        return Err(peer_failure(&f));
     }
     if theirs.sent != ours.received || theirs.received != ours.sent {
         let e = mismatch();
@@ -155,7 +166,25 @@ pub fn sender_confirm<C: Channel>(ch: &mut Transcript<C>) -> Result<()> {
     ch.close();
     let last: FinalVerdict = recv_msg(ch, MSG_FINAL_VERDICT, MAX_LEN)?;
     if let Some(f) = last.failure {
-        return Err(Error::PeerFailed(peer_text(&f)));
+        return Err(peer_failure(&f));
     }
     expect_end(ch, MSG_FINAL_VERDICT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_peers_reason_is_worded_from_this_side() {
+        assert_eq!(
+            peer_failure("the peer failed a protocol check: row 3 is not a codeword").to_string(),
+            "the peer stopped the run: it says this side failed a protocol check: row 3 is not a \
+             codeword"
+        );
+        assert_eq!(
+            peer_failure("cancelled by the user (KeyboardInterrupt)").to_string(),
+            "the peer stopped the run: cancelled by the user (KeyboardInterrupt)"
+        );
+    }
 }

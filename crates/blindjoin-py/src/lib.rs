@@ -74,6 +74,9 @@ enum Data {
         label: String,
         /// The number of key columns.
         fields: usize,
+        /// Whether the keys are values of a list or a Series (whole records) rather than
+        /// columns of a table.
+        values: bool,
     },
 }
 
@@ -143,7 +146,7 @@ fn run<'py>(
                 .into(),
             columns,
         },
-        "arrow" => {
+        "arrow" | "values" => {
             let reader =
                 arrow_array::ffi_stream::RecordBatchStreamReader::from_pyarrow_bound(data)?;
             let schema = reader.schema();
@@ -157,6 +160,7 @@ fn run<'py>(
                 batches,
                 label,
                 fields: schema.fields().len(),
+                values: kind == "values",
             }
         }
         other => {
@@ -169,6 +173,14 @@ fn run<'py>(
         Data::File { columns, .. } => columns.len(),
         Data::Arrow { fields, .. } => *fields,
     };
+    // Keys from a list or a Series are whole records, as the lines of a text file are.
+    let whole_records = match &data {
+        Data::File { path, columns } => {
+            blindjoin_cli::input::Format::of_input(settings.format, path, !columns.is_empty())
+                == blindjoin_cli::input::Format::Lines
+        }
+        Data::Arrow { values, .. } => *values,
+    };
     let cancel = Arc::new(AtomicBool::new(false));
     link.cancel = Some(cancel.clone());
     let party = Party {
@@ -177,6 +189,7 @@ fn run<'py>(
         link,
         normalizer: settings.normalizer(),
         key_fields,
+        whole_records,
         protocol: settings.protocol,
         opts: settings.opts.clone(),
         max_peer_size: settings.max_peer_size,

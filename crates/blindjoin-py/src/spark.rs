@@ -70,6 +70,8 @@ fn receiver_role(role: &str) -> PyResult<bool> {
 fn run_options(settings: &Settings, key_fields: usize) -> RunOptions {
     let mut opts = settings.opts.clone();
     opts.key_params = settings.normalizer().handshake_params();
+    opts.key_params
+        .push(blindjoin_cli::party::key_source_param(false));
     if key_fields > 1 {
         opts.key_params
             .push(("key_fields".to_owned(), key_fields.to_string()));

@@ -95,7 +95,7 @@ class _Data:
 
     def __init__(
         self,
-        kind: Literal["path", "arrow"],
+        kind: Literal["path", "arrow", "values"],
         payload: Any,
         columns: list[str],
         label: str,
@@ -194,7 +194,7 @@ def _prepare(data: Any, column: Any) -> _Data:
         label = "<Series>"
         name = "key" if data.name is None else str(data.name)
         table = pa.Table.from_arrays([_to_arrow(data, label)], names=[name])
-        return _Data("arrow", table, [name], label, "series", data)
+        return _Data("values", table, [name], label, "series", data)
     table = _arrow_table(data)
     if table is not None:
         label = f"<pyarrow.{type(data).__name__}>" if type(data).__module__.startswith(
@@ -221,7 +221,7 @@ def _prepare(data: Any, column: Any) -> _Data:
         values = data if isinstance(data, collections.abc.Sequence) else list(data)
         array = _to_arrow(values, label)
     table = pa.Table.from_arrays([array], names=["key"])
-    return _Data("arrow", table, ["key"], label, "sequence", values)
+    return _Data("values", table, ["key"], label, "sequence", values)
 
 
 def _pandas(what: str) -> Any:

@@ -22,8 +22,9 @@ def run(
     """Runs one party; returns ``(report_json, rows, matched, format)``.
 
     ``role`` is ``"receive"`` or ``"send"``; ``kind`` is ``"path"`` (``data`` a path string,
-    ``columns`` the key columns) or ``"arrow"`` (``data`` has ``__arrow_c_stream__`` and its
-    columns are the key columns in key order). ``rows`` are the receiver's matched row indices,
+    ``columns`` the key columns), ``"arrow"`` (``data`` has ``__arrow_c_stream__`` and its
+    columns are the key columns in key order) or ``"values"`` (as ``"arrow"``, one column of
+    keys from a list or a Series: whole records, like the lines of a text file). ``rows`` are the receiver's matched row indices,
     ascending; ``matched`` a file receiver's matched rows; ``format`` a file input's format.
     """
 

@@ -206,15 +206,59 @@ def _designators(spark: Any, lanes: int) -> list[int]:
 
 # -- The lanes' registry on the driver -----------------------------------------------------
 
-# Longest request or reply line between a task and the registry (a lane's counts: up to B pairs).
-_LINE = 1 << 24
+# Longest request or reply line between a task and the registry that does not carry counts.
+_LINE = 1 << 12
+
+# The most connections the registry serves at once (each on a thread of its own); more are
+# closed at once. A run has at most a few per lane.
+_HANDLERS = 64
+
+# The whole time a connection may take to send its line (a connection that trickles is cut
+# then, whatever its pace).
+_REQUEST_SECONDS = 10.0
+
+
+def _line_limit(buckets: int) -> int:
+    """The longest line of a run of ``buckets`` buckets: a lane's counts (at most B pairs of two
+    numbers) or the summed counts (B numbers), in JSON."""
+    return _LINE + 48 * buckets
+
+
+def _read_line(conn: socket.socket, limit: int, seconds: float) -> bytes | None:
+    """One line of at most ``limit`` bytes from ``conn``, within ``seconds`` in all; ``None`` if
+    the connection closes, stalls, trickles past the time or sends a longer line."""
+    until = time.monotonic() + seconds
+    data = bytearray()
+    while True:
+        left = until - time.monotonic()
+        if left <= 0:
+            return None
+        conn.settimeout(left)
+        try:
+            chunk = conn.recv(min(1 << 16, limit + 1 - len(data)))
+        except OSError:
+            return None
+        if not chunk:
+            return None
+        end = chunk.find(b"\n")
+        if end >= 0:
+            data += chunk[:end]
+            return bytes(data) if len(data) <= limit else None
+        data += chunk
+        if len(data) > limit:
+            return None
 
 
 class _Registry:
     """On the driver: lets each lane start once in a run (a retried barrier stage is refused),
     passes the lanes' distinct counts to lane 0 and lane 0's plan to the others, and gathers
     the lanes' statistics and errors. The tasks reach it over TCP at the driver's host
-    (``spark.driver.host``) with a random token; one short connection per message."""
+    (``spark.driver.host``) with a random token; one short connection per message. Each
+    connection is served on a thread of its own (at most ``_HANDLERS`` at once), must send its
+    one line within ``_REQUEST_SECONDS`` and may not send more than ``_line_limit(B)`` bytes,
+    so a connection that stays silent or trickles holds only itself. Plain TCP: anyone who can
+    reach the port and learns the token (it travels in the clear) can talk to it; run the
+    driver where only the cluster reaches it."""
 
     def __init__(self, sc: Any, buckets: int, lanes: int) -> None:
         conf = sc.getConf()
@@ -226,11 +270,14 @@ class _Registry:
         self.token = secrets.token_hex(16)
         self.buckets = buckets
         self.lanes = lanes
+        self.limit = _line_limit(buckets)
         self.claimed: set[int] = set()
         self.counts: dict[int, list[list[int]]] = {}
         self.plan: dict[str, Any] | None = None
         self.done: dict[int, dict[str, Any]] = {}
         self.errors: list[tuple[int, str, str]] = []
+        self._lock = threading.Lock()
+        self._handlers = threading.BoundedSemaphore(_HANDLERS)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="blindjoin-lanes", daemon=True)
         self._thread.start()
@@ -243,30 +290,70 @@ class _Registry:
                 continue
             except OSError:
                 return
-            with conn:
-                try:
-                    conn.settimeout(10)
-                    line = conn.makefile("rb").readline(_LINE)
-                    reply = self._handle(json.loads(line))
-                    conn.sendall(json.dumps(reply).encode() + b"\n")
-                except (OSError, ValueError, TypeError):
-                    continue
+            if not self._handlers.acquire(blocking=False):
+                conn.close()
+                continue
+            threading.Thread(
+                target=self._answer, args=(conn,), name="blindjoin-lane-msg", daemon=True
+            ).start()
 
-    def _handle(self, msg: dict[str, Any]) -> Any:
+    def _answer(self, conn: socket.socket) -> None:
+        """Reads one request line from ``conn`` and answers it."""
+        try:
+            with conn:
+                line = _read_line(conn, self.limit, _REQUEST_SECONDS)
+                if line is None:
+                    return
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    return
+                with self._lock:
+                    reply = self.handle(msg)
+                conn.settimeout(_REQUEST_SECONDS)
+                conn.sendall(json.dumps(reply).encode() + b"\n")
+        except (OSError, ValueError, TypeError):
+            pass
+        finally:
+            self._handlers.release()
+
+    def handle(self, msg: Any) -> Any:
+        """The reply to one decoded request (never raises)."""
+        try:
+            return self._handle(msg)
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError):
+            return "refused"
+
+    def _handle(self, msg: Any) -> Any:
         if not isinstance(msg, dict) or msg.get("token") != self.token:
             return "refused"
-        lane = int(msg.get("lane", -1))
+        lane = msg.get("lane")
         kind = msg.get("kind")
+        if type(lane) is not int or not 0 <= lane < self.lanes:
+            return "refused"
         if kind == "claim":
             if lane in self.claimed:
                 return "again"
             self.claimed.add(lane)
             return "ok"
         if kind == "counts":
-            self.counts[lane] = list(msg.get("counts") or [])
+            pairs = msg.get("counts")
+            if not isinstance(pairs, list) or not all(
+                isinstance(pc, list)
+                and len(pc) == 2
+                and all(type(v) is int for v in pc)
+                and 0 <= pc[0] < self.buckets
+                and pc[1] >= 0
+                for pc in pairs
+            ):
+                return "refused"
+            self.counts[lane] = pairs
             return "ok"
         if kind == "plan":
-            self.plan = dict(msg.get("plan") or {})
+            plan = msg.get("plan")
+            if lane != 0 or not isinstance(plan, dict):
+                return "refused"
+            self.plan = plan
             return "ok"
         if kind in ("get counts", "get plan"):
             if self.errors:
@@ -278,10 +365,13 @@ class _Registry:
             counts = [0] * self.buckets
             for pairs in self.counts.values():
                 for p, c in pairs:
-                    counts[int(p)] = int(c)
+                    counts[p] = c
             return counts
         if kind == "done":
-            self.done[lane] = dict(msg.get("stats") or {})
+            stats = msg.get("stats")
+            if not isinstance(stats, dict):
+                return "refused"
+            self.done[lane] = stats
             return "ok"
         if kind == "error":
             self.errors.append((lane, str(msg.get("class")), str(msg.get("message"))))
@@ -308,7 +398,7 @@ def _tell(registry: tuple[tuple[str, int], str], msg: dict[str, Any]) -> Any:
     address, token = registry
     with socket.create_connection(address, timeout=30) as s:
         s.sendall(json.dumps({**msg, "token": token}).encode() + b"\n")
-        return json.loads(s.makefile("rb").readline(_LINE))
+        return json.loads(s.makefile("rb").readline(_line_limit(1 << 16) + 1))
 
 
 class _Stopped(BlindjoinError):
