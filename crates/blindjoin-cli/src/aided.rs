@@ -490,6 +490,41 @@ fn connect(
     })
 }
 
+/// Forwards a caught SIGINT or SIGTERM to a client's run: sets its cancel flag and shuts its
+/// links' sockets down. Stops when dropped.
+struct SignalWatch(Arc<AtomicBool>);
+
+impl SignalWatch {
+    fn start(
+        cancel: Arc<AtomicBool>,
+        sockets: Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+    ) -> Self {
+        let done = Arc::new(AtomicBool::new(false));
+        let stop = done.clone();
+        let signal = crate::signals::flag();
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if signal.load(Ordering::Relaxed) {
+                    cancel.store(true, Ordering::Relaxed);
+                    if let Ok(held) = sockets.lock() {
+                        for s in held.iter() {
+                            let _ = s.shutdown(std::net::Shutdown::Both);
+                        }
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        SignalWatch(done)
+    }
+}
+
+impl Drop for SignalWatch {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Party 1 with --peer-ca: the party each client's link plays, by the name its certificate
 /// carries (each link authenticated under the CA for one of the names).
 fn named_slots(links: &[Link], names: &[(u32, String)]) -> CliResult<Vec<([u8; 32], u32)>> {
@@ -537,6 +572,11 @@ pub fn run(a: &AidedArgs) -> CliResult<()> {
     let cancel = Arc::new(AtomicBool::new(false));
     server_cfg.cancel = Some(cancel.clone());
     peer_cfg.cancel = Some(cancel.clone());
+    // SIGINT and SIGTERM stop the connection attempt and, once the links are open, shut them
+    // down: the run ends through its error path ([`crate::signals`]).
+    crate::signals::install()?;
+    let sockets: Arc<std::sync::Mutex<Vec<std::net::TcpStream>>> = Arc::default();
+    let _watch = SignalWatch::start(cancel.clone(), sockets.clone());
 
     let bars = if a.quiet { Bars::hidden() } else { Bars::new() };
     let label = "client";
@@ -574,6 +614,11 @@ pub fn run(a: &AidedArgs) -> CliResult<()> {
     let (Input { keyed, source, .. }, read_seconds) = input?;
     let (links, connect_seconds) = links;
     let Connections { server, mut peers } = links?;
+    if let Ok(mut held) = sockets.lock() {
+        held.extend(server.socket().ok());
+        held.extend(peers.iter().filter_map(|p| p.socket().ok()));
+    }
+    crate::signals::check()?;
     phases.push(("read input".into(), read_seconds));
     phases.push(("connect (while reading)".into(), connect_seconds));
 

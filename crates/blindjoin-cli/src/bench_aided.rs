@@ -272,7 +272,12 @@ pub fn run_client(a: &AidedClientArgs) -> CliResult<()> {
             phases: out.phases,
         }
     } else if a.plaintext {
-        plaintext_baseline(&mut links, &items, &opts)?
+        plaintext_baseline(
+            &mut links,
+            &items,
+            &vec![a.size as u64; a.of as usize],
+            &opts,
+        )?
     } else {
         a.protocol
             .client(&mut links, &items, &opts, &mut rand::rng())?

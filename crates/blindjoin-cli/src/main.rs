@@ -1,7 +1,7 @@
 //! `blindjoin`: private set intersection between two organisations' files.
 //!
 //! See `blindjoin --help`. Every command ends with a one-line error and a non-zero exit on bad
-//! input, and writes its output files completely or not at all. `send` and `receive` cancelled
+//! input, and writes its output files completely or not at all. `send`, `receive` and `aided` cancelled
 //! by SIGINT or SIGTERM end with one line and 128 + the signal's number
 //! ([`blindjoin_cli::signals`]).
 

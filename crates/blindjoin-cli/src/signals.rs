@@ -1,4 +1,4 @@
-//! `send` and `receive` end cleanly on SIGINT (Ctrl-C) and SIGTERM.
+//! `send`, `receive` and `aided` end cleanly on SIGINT (Ctrl-C) and SIGTERM.
 //!
 //! [`install`] makes the first of these signals set the process's cancel flag ([`flag`]) and
 //! remember which signal it was, instead of killing the process at once. The run observes the

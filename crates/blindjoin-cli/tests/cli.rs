@@ -1954,7 +1954,12 @@ fn a_peer_that_claims_2_30_keys_and_sends_nothing_costs_no_memory() {
                 "--protocol",
                 p.name,
             ];
-            args.extend(["--insecure", "--max-peer-size", "2^30", "--deadline", "4s"]);
+            // What a receiver of 2^30 keys can test (more than 2^30 where the protocol leaves
+            // slack): the sender accepts exactly that.
+            let budget = (p.queries)(&blindjoin_psi::protocol::Sizes::new(1 << 30, 1000))
+                .unwrap_or(1 << 30)
+                .to_string();
+            args.extend(["--insecure", "--max-peer-size", &budget, "--deadline", "4s"]);
             if !p.is_insecure() {
                 args.retain(|a| *a != "--insecure");
             }
@@ -1975,6 +1980,8 @@ fn a_peer_that_claims_2_30_keys_and_sends_nothing_costs_no_memory() {
         let mut cfg = SessionConfig::new(p.name, Role::Receiver, 1 << 30);
         cfg.params = (p.params)(&opts);
         cfg.params.push(("normalize".into(), "none".into()));
+        cfg.params
+            .push(blindjoin_cli::party::key_source_param(false));
         let session = handshake(&mut link, &cfg, &mut rand::rng());
         assert!(session.is_ok(), "{}: {:?}", p.name, session.err());
         let (ok, peak) = wait_with_peak_rss(&child);

@@ -18,7 +18,6 @@
 
 use blindjoin_cli::input::{InputSpec, read_input};
 use blindjoin_cli::normalize::{Normalize, Normalizer};
-use blindjoin_cli::party::default_max_peer_size;
 use blindjoin_core::channel::metered::{self, Metered};
 use blindjoin_core::channel::transcript::Transcript;
 use blindjoin_core::finish;
@@ -236,8 +235,20 @@ struct Running {
     role: &'static str,
     pid: libc::pid_t,
     reaped: bool,
+    /// The largest VmHWM read while the process ran (KiB; 0 if never read).
+    hwm_kib: i64,
     stderr: Option<JoinHandle<String>>,
     first_line: String,
+}
+
+/// The peak resident memory (VmHWM, KiB) of a running process, if it can be read.
+fn hwm_kib(pid: libc::pid_t) -> Option<i64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
 }
 
 impl Running {
@@ -267,6 +278,7 @@ impl Running {
             role,
             pid: child.id() as libc::pid_t,
             reaped: false,
+            hwm_kib: 0,
             stderr: Some(stderr),
             first_line: line,
         }
@@ -282,6 +294,12 @@ impl Running {
 
     /// Reaps the process if it has ended (`block`: waits for it).
     fn try_reap(&mut self, block: bool) -> Option<(Exit, i64)> {
+        // The peak resident memory of the program itself (VmHWM, read while it runs): wait4's
+        // ru_maxrss would also count the test process's own pages that the child held between
+        // fork and exec.
+        if let Some(kib) = hwm_kib(self.pid) {
+            self.hwm_kib = self.hwm_kib.max(kib);
+        }
         let mut status = 0;
         // SAFETY: an all-zero rusage is a valid value of the plain C struct.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -297,7 +315,12 @@ impl Running {
         } else {
             Exit::Signal(libc::WTERMSIG(status))
         };
-        Some((exit, usage.ru_maxrss))
+        let rss = if self.hwm_kib > 0 {
+            self.hwm_kib
+        } else {
+            usage.ru_maxrss
+        };
+        Some((exit, rss))
     }
 
     fn kill(&mut self) -> i64 {
@@ -474,8 +497,16 @@ fn named_frames(p: &'static Protocol, files: &Inputs) -> Named {
     let (a, b) = (items(&files.a), items(&files.b));
     // As the CLI sets them for `--normalize none` and each party's set size.
     let opts = |own: &[Item]| RunOptions {
-        key_params: vec![("normalize".into(), "none".into())],
-        max_peer_set_size: default_max_peer_size(own.len()),
+        key_params: vec![
+            ("normalize".into(), "none".into()),
+            blindjoin_cli::party::key_source_param(false),
+        ],
+        max_peer_set_size: blindjoin_cli::bucketed::default_max_queries(
+            p,
+            own.len() as u64,
+            1,
+            &RunOptions::default(),
+        ),
         ..RunOptions::default()
     };
     let (opts_a, opts_b) = (opts(&a), opts(&b));

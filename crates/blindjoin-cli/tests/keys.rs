@@ -162,7 +162,11 @@ fn the_sender_names_what_a_dual_execution_receiver_can_test() {
     );
     one_line_error(
         &send,
-        "such a receiver can test up to 1000 guessed keys, our bound",
+        &format!(
+            "a receiver that can test at most 1000 guessed keys (this one could test {} in a \
+             rr17_de run)",
+            150 * slots
+        ),
     );
     one_line_error(&recv, "receiver set size");
 }

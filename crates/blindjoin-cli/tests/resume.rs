@@ -794,11 +794,11 @@ fn sigterm_during_the_buckets_removes_the_spill_on_both_sides() {
 fn sigint_while_the_receiver_writes_its_output_leaves_no_temporary_file() {
     let dir = tempfile::tempdir().unwrap();
     // 10^6 rows, all matched: the output takes a while to write.
-    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.txt"));
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
     let pad = "x".repeat(60);
     let n = 1_000_000;
     let mut text = String::from("id,key,pad\n");
-    let mut keys = String::new();
+    let mut keys = String::from("key\n");
     for i in 0..n {
         text.push_str(&format!("{i},k{i},{pad}\n"));
         keys.push_str(&format!("k{i}\n"));
@@ -814,7 +814,15 @@ fn sigint_while_the_receiver_writes_its_output_leaves_no_temporary_file() {
     rargs.extend(common);
     let (mut recv, addr, err) = spawn_listener(&rargs);
     let send = bin()
-        .args(["send", "--connect", &addr, "--input", s(&b)])
+        .args([
+            "send",
+            "--connect",
+            &addr,
+            "--input",
+            s(&b),
+            "--column",
+            "key",
+        ])
         .args(common)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

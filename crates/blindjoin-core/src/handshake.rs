@@ -105,6 +105,27 @@ pub struct SessionConfig {
     pub max_peer_set_size: u64,
     /// If given, the peer must announce exactly this set size.
     pub expected_peer_set_size: Option<u64>,
+    /// A sender's bound on what the receiver can test against its set, which for some
+    /// protocols is more than it announces; the refusal says so. `None`: only
+    /// [`SessionConfig::max_peer_set_size`] bounds the announced size.
+    pub peer_queries: Option<PeerQueries>,
+}
+
+/// What a receiver announcing n items can test ([`SessionConfig::peer_queries`]).
+#[derive(Clone)]
+pub struct PeerQueries {
+    /// The protocol's name, for the refusal.
+    pub protocol: String,
+    /// The most guesses the receiver may be able to test.
+    pub bound: u64,
+    /// n ↦ the guesses such a receiver can test.
+    pub of: std::sync::Arc<dyn Fn(u64) -> u64 + Send + Sync>,
+}
+
+impl std::fmt::Debug for PeerQueries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PeerQueries({})", self.protocol)
+    }
 }
 
 impl SessionConfig {
@@ -119,6 +140,7 @@ impl SessionConfig {
             params: Vec::new(),
             max_peer_set_size: 1 << 32,
             expected_peer_set_size: None,
+            peer_queries: None,
         }
     }
 }
@@ -291,6 +313,22 @@ fn compare(cfg: &SessionConfig, ours: &Hello, peer: &Hello) -> Result<()> {
         }
     }
     let peer_role = peer.role.to_string();
+    if let Some(q) = &cfg.peer_queries
+        && cfg.role == Role::Sender
+    {
+        let tested = (q.of)(peer.set_size);
+        if tested > q.bound {
+            return Err(mismatch(
+                &format!("{peer_role} set size"),
+                format!(
+                    "a receiver that can test at most {} guessed keys (this one could test \
+                     {tested} in a {} run)",
+                    q.bound, q.protocol
+                ),
+                peer.set_size,
+            ));
+        }
+    }
     if peer.set_size > cfg.max_peer_set_size {
         return Err(mismatch(
             &format!("{peer_role} set size"),

@@ -391,34 +391,6 @@ impl Protocol {
             })
     }
 
-    /// The largest receiver set size whose query budget ([`Protocol::queries`]) stays within
-    /// `bound` against a sender of `sizes.n_send` items (`sizes.n_recv` is ignored): what a
-    /// sender bounded by `bound` accepts. `bound` itself for a protocol whose budget is the
-    /// announced size.
-    pub fn max_receiver_size(&self, bound: u64, sizes: &Sizes) -> u64 {
-        let fits = |n: u64| {
-            (self.queries)(&Sizes {
-                n_recv: n,
-                ..*sizes
-            })
-            .is_ok_and(|q| q <= bound)
-        };
-        if fits(bound) {
-            return bound;
-        }
-        // The budget grows with the announced size: the largest size that fits.
-        let (mut lo, mut hi) = (0u64, bound);
-        while lo < hi {
-            let mid = lo + (hi - lo).div_ceil(2);
-            if fits(mid) {
-                lo = mid;
-            } else {
-                hi = mid - 1;
-            }
-        }
-        lo
-    }
-
     /// Whether the protocol leaks the sender's set and must be asked for explicitly.
     pub fn is_insecure(&self) -> bool {
         self.security == Security::Insecure

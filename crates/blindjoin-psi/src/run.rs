@@ -284,6 +284,7 @@ impl RunOptions {
             // the peer's to explain, refused in the handshake.
             max_peer_set_size: self.max_peer_set_size.min(crate::hashing::MAX_ITEMS as u64),
             expected_peer_set_size: self.expected_peer_set_size,
+            peer_queries: None,
         }
     }
 
@@ -434,46 +435,28 @@ impl<'a> Run<'a> {
         let params = (p.params)(opts);
         let mut cfg = opts.session_config(p.name, role, set_size, params);
         // A sender bounds what the receiver can test, which for some protocols is more than
-        // the receiver announces: the largest announced size within the bound.
-        let bound = cfg.max_peer_set_size;
-        let pinned_fits = |e: u64| {
-            let sizes = crate::protocol::Sizes {
-                n_recv: e,
-                n_send: set_size as u64,
-                kappa: opts.kappa,
-                lambda: opts.lambda,
-                sigma: opts.sigma,
-            };
-            (p.queries)(&sizes).is_ok_and(|q| q <= bound)
-        };
-        if role == Role::Sender && !opts.expected_peer_set_size.is_some_and(pinned_fits) {
-            let sizes = crate::protocol::Sizes {
-                n_recv: 0,
-                n_send: set_size as u64,
-                kappa: opts.kappa,
-                lambda: opts.lambda,
-                sigma: opts.sigma,
-            };
-            cfg.max_peer_set_size = p.max_receiver_size(bound, &sizes);
+        // the receiver announces (`Protocol::queries`; a size the protocol refuses counts as
+        // announced: the protocol refuses it itself).
+        if role == Role::Sender {
+            let queries = p.queries;
+            let (n_send, kappa, lambda, sigma) =
+                (set_size as u64, opts.kappa, opts.lambda, opts.sigma);
+            cfg.peer_queries = Some(blindjoin_core::handshake::PeerQueries {
+                protocol: p.name.to_owned(),
+                bound: opts.max_peer_set_size,
+                of: std::sync::Arc::new(move |n_recv| {
+                    let sizes = crate::protocol::Sizes {
+                        n_recv,
+                        n_send,
+                        kappa,
+                        lambda,
+                        sigma,
+                    };
+                    queries(&sizes).unwrap_or(n_recv)
+                }),
+            });
         }
-        let session = match handshake(ch, &cfg, rng) {
-            Err(Error::ParamMismatch { field, peer, .. })
-                if role == Role::Sender
-                    && field == "receiver set size"
-                    && cfg.max_peer_set_size < bound =>
-            {
-                return Err(Error::ParamMismatch {
-                    field,
-                    ours: format!(
-                        "at most {} (in a {} run such a receiver can test up to {bound} \
-                         guessed keys, our bound)",
-                        cfg.max_peer_set_size, p.name
-                    ),
-                    peer,
-                });
-            }
-            other => other?,
-        };
+        let session = handshake(ch, &cfg, rng)?;
         if let Some(hook) = &opts.on_session {
             hook(&session);
         }

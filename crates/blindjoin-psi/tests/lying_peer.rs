@@ -112,7 +112,8 @@ const MIB: usize = 1 << 20;
 fn honest_options() -> RunOptions {
     RunOptions {
         base_ot: BaseOt::Ideal,
-        max_peer_set_size: 1 << 30,
+        // Every protocol's budget for the claim (more than 2^30 for the dual-execution ones).
+        max_peer_set_size: u64::MAX,
         ..RunOptions::default()
     }
 }
@@ -167,6 +168,7 @@ fn run_against(
         params: (p.params)(opts),
         max_peer_set_size: 1 << 32,
         expected_peer_set_size: None,
+        peer_queries: None,
     };
     std::thread::scope(|s| {
         let start = LIVE.load(Ordering::Relaxed);

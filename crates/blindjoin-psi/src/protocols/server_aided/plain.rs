@@ -16,10 +16,13 @@ use rayon::prelude::*;
 use std::time::Instant;
 
 /// Runs one client of the plaintext baseline: `items` (distinct, 16 bytes each) sorted and sent
-/// as they are. `links.peers` is not used.
+/// as they are. `links.peers` is not used: there is no key agreement, so the caller gives every
+/// client's set size (`sizes`, party 1 first), which the server holds each client to as in a
+/// `kmrs_semi` run.
 pub fn plaintext_baseline(
     links: &mut AidedLinks<'_>,
     items: &[Item],
+    sizes: &[u64],
     opts: &RunOptions,
 ) -> Result<ClientOutput> {
     if items.len() > u32::MAX as usize {
@@ -37,6 +40,10 @@ pub fn plaintext_baseline(
         .collect();
     labels.par_sort_unstable_by_key(|&(l, _)| l);
     let t = phases.lap("sort", t);
+    links.agreed = super::client::Agreed {
+        sizes: sizes.to_vec(),
+        identities: Vec::new(),
+    };
     let mut params = run_params(&kmrs_semi::PROTOCOL, opts, links);
     params.push(("labels".into(), "plaintext".into()));
     let bits = submit(&kmrs_semi::PROTOCOL, links, opts, params, 16, &labels)?;
@@ -45,7 +52,7 @@ pub fn plaintext_baseline(
     phases.lap("output", t);
     Ok(ClientOutput {
         indices,
-        sizes: Vec::new(),
+        sizes: sizes.to_vec(),
         label_len: 16,
         phases,
     })
