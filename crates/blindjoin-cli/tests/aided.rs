@@ -1002,3 +1002,80 @@ fn socket2_bind_connect(addr: std::net::SocketAddr) -> std::net::TcpStream {
     sock.connect(&addr.into()).unwrap();
     sock.into()
 }
+
+/// A client that claims 2^32 labels of 16 bytes (a consistent claim: the set size that makes
+/// them, announced) for each server-aided protocol is refused in one status line when it joins;
+/// the server's resident memory stays within 16 MiB of where it was, and a run after them
+/// completes with its exact result.
+#[cfg(target_os = "linux")]
+#[test]
+fn claims_of_2_32_labels_are_refused_in_one_line_and_cost_the_server_nothing() {
+    use blindjoin_core::channel::clock::Limits;
+    use blindjoin_core::channel::{recv_msg, send_msg};
+    use blindjoin_core::transport::{self, LinkConfig};
+    use blindjoin_psi::protocols::server_aided::kmrs_mal::label_count;
+    use blindjoin_psi::protocols::server_aided::wire::{
+        MSG_STATUS, MSG_SUBMIT, Status, Submit, WIRE_VERSION,
+    };
+    let server = Listening::server(&["-q"]);
+    drive(&server.addr, 0, 1, 2);
+    std::thread::sleep(Duration::from_millis(300));
+    let before = rss_kb(server.child.id());
+    let cfg = LinkConfig::plain(Limits::new(
+        Duration::from_secs(30),
+        Duration::from_secs(30),
+    ));
+    let mal = |p: &str| {
+        vec![
+            ("copies".to_owned(), "3".to_owned()),
+            ("dummies".to_owned(), (1u64 << 20).to_string()),
+            ("parties".to_owned(), "2".to_owned()),
+            ("run".to_owned(), format!("claim-{p}")),
+        ]
+    };
+    for protocol in ["kmrs_semi", "kmrs_mal", "kmrs_fair", "kmrs_size"] {
+        // The size whose labels come closest to 2^32 without passing it.
+        let (size, count, params) = if protocol == "kmrs_semi" {
+            let n = (1u64 << 32) - 1;
+            let params = vec![
+                ("parties".to_owned(), "2".to_owned()),
+                ("run".to_owned(), "claim-kmrs_semi".to_owned()),
+            ];
+            (n, n, params)
+        } else {
+            let n = ((1u64 << 32) - (1 << 21)) / 3;
+            (n, label_count(n, 3, 1 << 20, 2).unwrap(), mal(protocol))
+        };
+        let mut link = transport::connect(&server.addr, &cfg, &mut |_| {}).unwrap();
+        let submit = Submit {
+            version: WIRE_VERSION,
+            protocol: protocol.into(),
+            run: format!("claim-{protocol}"),
+            party: 1,
+            parties: 2,
+            label_len: 16,
+            count,
+            params,
+            sizes: vec![size, 1],
+            identities: Vec::new(),
+        };
+        send_msg(&mut link, MSG_SUBMIT, &submit).unwrap();
+        let status: Status = recv_msg(&mut link, MSG_STATUS, 1024).unwrap();
+        match status {
+            Status::Refused(why) => assert!(
+                why.starts_with("the run needs ") && why.contains("of this server's memory"),
+                "{protocol}: {why}"
+            ),
+            other => panic!("{protocol}: {other:?}"),
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let after = rss_kb(server.child.id());
+    eprintln!("server RSS {before} kB before the claims, {after} kB after");
+    assert!(
+        after <= before + 16 * 1024,
+        "server RSS grew from {before} kB to {after} kB"
+    );
+    drive(&server.addr, 10, 1, 2);
+    server.kill();
+}
