@@ -58,9 +58,10 @@ pub struct Party {
     pub normalizer: Normalizer,
     /// Key fields joined into a key (named in the handshake when more than one).
     pub key_fields: usize,
-    /// Whether each key is a whole record (a line of a text file, a value of a list) rather
-    /// than named columns of a table: named in the handshake (`keys`), so that a party reading
-    /// whole lines of a CSV file does not meet one reading its `email` column.
+    /// Whether each key is a whole record (a line of a text file, a value of a list) rather than
+    /// a table's columns (named, or a Parquet file's only one): named in the handshake
+    /// (`keys`), so that a party reading whole lines of a CSV file does not meet one reading its
+    /// `email` column.
     pub whole_records: bool,
     /// The protocol.
     pub protocol: &'static Protocol,

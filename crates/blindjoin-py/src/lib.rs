@@ -74,8 +74,8 @@ enum Data {
         label: String,
         /// The number of key columns.
         fields: usize,
-        /// Whether the keys are values of a list or a Series (whole records) rather than
-        /// columns of a table.
+        /// Whether the keys are the values of a list or a Series (whole records) rather than
+        /// a table's columns.
         values: bool,
     },
 }
@@ -173,7 +173,8 @@ fn run<'py>(
         Data::File { columns, .. } => columns.len(),
         Data::Arrow { fields, .. } => *fields,
     };
-    // Keys from a list or a Series are whole records, as the lines of a text file are.
+    // Keys of a list or a Series, or the lines of a text file, are whole records; a table's
+    // columns (named or its only one) are columns.
     let whole_records = match &data {
         Data::File { path, columns } => {
             blindjoin_cli::input::Format::of_input(settings.format, path, !columns.is_empty())

@@ -224,8 +224,9 @@ def test_sequences_series_and_arrow_tables() -> None:
     assert out.receiver_error is None and out.sender_error is None
     assert out.received.column("n").to_pylist() == [2, 4]
 
-    # Integer keys are keys by their text.
-    out = run_pair(pa.table({"id": pa.array([7, 8, 9], pa.int64())}), ["9", "7"])
+    # Integer keys are keys by their text (a table's column meets a table's column; a list's
+    # values are whole records, as a text file's lines are).
+    out = run_pair(pa.table({"id": pa.array([7, 8, 9], pa.int64())}), pa.table({"k": ["9", "7"]}))
     assert out.received.column("id").to_pylist() == [7, 9]
 
 
