@@ -116,6 +116,29 @@ fn the_receiver_reads_exactly_n_s_values() {
     assert!(matches!(ro.unwrap_err(), Error::PeerClosed { .. }));
 }
 
+/// A sender that sends 60 values of the semi-honest length (7 bytes at these sizes, 420
+/// bytes) where 60 of 14 bytes are due: the receiver reads the frame as 30 whole values and
+/// waits for the other 30, so it ends with a closed peer and no output.
+#[test]
+fn a_sender_with_the_semi_honest_value_length_gives_no_output() {
+    let semi = (cm20::PROTOCOL.traffic)(&Sizes::new(50, 60)).unwrap();
+    let values = semi.iter().find(|(m, _)| *m == cm20::MSG_TAGS).unwrap().1;
+    assert_eq!(values, 60 * 7 + 4, "cm20's values at these sizes");
+    let ((ro, so), _) = attack_sender(
+        Target::first(cm20::MSG_TAGS),
+        Attack::Edit(|f| {
+            assert_eq!(f.len(), 60 * TAG);
+            f.truncate(60 * 7);
+        }),
+        &fast(),
+    );
+    so.unwrap();
+    match ro.unwrap_err() {
+        Error::PeerClosed { during } => assert_eq!(during, cm20::MSG_TAGS),
+        e => panic!("{e}"),
+    }
+}
+
 #[test]
 fn altered_values_give_what_the_simulator_gives() {
     // A value the sender did not obtain from H2 matches none of the receiver's (ℓ2 covers 2^64

@@ -291,6 +291,25 @@ pub fn assert_malformed(e: &blindjoin_core::Error) {
     );
 }
 
+/// Asserts that `e` is the `Malformed` error on `message` with exactly `reason`.
+pub fn assert_malformed_as(e: &blindjoin_core::Error, message: &str, reason: &str) {
+    match e {
+        blindjoin_core::Error::Malformed {
+            message: m,
+            reason: r,
+        } => assert_eq!((*m, r.as_str()), (message, reason), "{e}"),
+        e => panic!("expected a malformed {message}: {reason}; got: {e}"),
+    }
+}
+
+/// Asserts that `e` is the `CheckFailed` error with exactly `text`.
+pub fn assert_check_failed_as(e: &blindjoin_core::Error, text: &str) {
+    match e {
+        blindjoin_core::Error::CheckFailed(m) => assert_eq!(m, text),
+        e => panic!("expected the failed check \"{text}\"; got: {e}"),
+    }
+}
+
 /// The field a `ParamMismatch` names.
 pub fn field_of(e: &blindjoin_core::Error) -> Option<&str> {
     match e {

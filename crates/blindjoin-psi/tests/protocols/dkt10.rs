@@ -1,13 +1,15 @@
 //! `dkt10` over an in-memory channel: exact intersection indices against a `HashSet` oracle,
 //! the traffic formula (every run of the suite), and deviations of either party: a receiver
 //! whose proof response is wrong, whose points do not fit its X or its proof, or whose encodings
-//! are not canonical; a sender whose answers, key commitment or proof are wrong; truncated
+//! are not canonical (a response for X refused before any tag is sent); a sender whose answers,
+//! key commitment or proof are wrong, or whose encodings are not canonical; truncated
 //! messages; altered tags, which can only lose matches. Each ends in an error naming the failed
 //! check or the malformed element, or in a subset of the true intersection.
 
 use crate::common;
-use crate::common::{Outcome, assert_malformed, assert_subset, fast};
+use crate::common::{Outcome, assert_malformed, assert_malformed_as, assert_subset, fast};
 use blindjoin_core::Error;
+use blindjoin_core::channel::metered::Metered;
 use blindjoin_psi::protocol::Sizes;
 use blindjoin_psi::protocols::dkt10::{
     self, MSG_RECEIVER_COMMIT, MSG_RECEIVER_POINTS, MSG_RECEIVER_RESPONSE, MSG_RECEIVER_RESPONSES,
@@ -15,7 +17,7 @@ use blindjoin_psi::protocols::dkt10::{
     SENDER_ITEM_LEN,
 };
 use blindjoin_psi::{Party, Protocol, Security};
-use blindjoin_testkit::{Attack, Target};
+use blindjoin_testkit::{Attack, Tamper, Target, rng, run_two_party};
 
 static P: &Protocol = &dkt10::PROTOCOL;
 
@@ -170,6 +172,56 @@ fn non_canonical_receiver_encodings_are_malformed() {
     let e = so.unwrap_err();
     assert_malformed(&e);
     assert!(e.to_string().contains("element 3"), "{e}");
+}
+
+#[test]
+fn non_canonical_commitments_are_malformed_naming_the_element() {
+    // Bit 0 of an encoding set: X (element 0 of the receiver's commitment), A' (element 1 of
+    // the sender's).
+    let ((_, so), _) = attack_receiver(Target::first(MSG_RECEIVER_COMMIT), Attack::FlipBit(0));
+    assert_malformed_as(
+        &so.unwrap_err(),
+        MSG_RECEIVER_COMMIT,
+        "element 0 is not a valid Ristretto255 point",
+    );
+    let ((ro, _), _) = attack_sender(Target::first(MSG_SENDER_COMMIT), Attack::FlipBit(32));
+    assert_malformed_as(
+        &ro.unwrap_err(),
+        MSG_SENDER_COMMIT,
+        "element 1 is not a valid Ristretto255 point",
+    );
+}
+
+/// The receiver's response φ for X with its top byte 0xff (at least ℓ): the sender refuses it
+/// before its check of π_R, and sends no tag.
+#[test]
+fn a_non_canonical_response_for_x_is_refused_before_any_tag() {
+    let (r, s, _) = common::small_sets();
+    let ((ro, applied), (so, sent)) = run_two_party(
+        |ch| {
+            let mut t = Tamper::new(
+                ch,
+                Target::first(MSG_RECEIVER_RESPONSE),
+                Attack::Edit(|f| f[31] = 0xff),
+            );
+            let out = P.receive(&mut t, &r, &fast(), &mut rng(1));
+            (out, t.applied())
+        },
+        |ch| {
+            let mut m = Metered::new(ch);
+            let out = P.send(&mut m, &s, &fast(), &mut rng(2));
+            (out, m.messages_sent())
+        },
+    );
+    assert_malformed_as(
+        &so.unwrap_err(),
+        MSG_RECEIVER_RESPONSE,
+        "element 0 is not a canonical scalar modulo the group order",
+    );
+    assert!(applied);
+    assert!(!sent.contains_key(MSG_TAGS), "{:?}", sent.keys());
+    assert!(sent.contains_key(MSG_SENDER_RESPONSE));
+    assert!(ro.is_err());
 }
 
 #[test]

@@ -1,16 +1,23 @@
 //! `rr17_de` over an in-memory channel: exact intersection indices against a `HashSet` oracle,
 //! the traffic formula, and deviations of either party: an opening that does not open its
-//! commitment, OOS16 rows that are not codewords and forged OOS16 proofs in each direction,
-//! altered masks (which can only lose matches), each ending in an error or a subset of the
-//! true intersection.
+//! commitment, undecodable base-OT points, a KOS opening or check value that does not verify,
+//! OOS16 rows that are not codewords, forged OOS16 proofs and input sums above 76 bits in each
+//! direction, masks out of bucket order, altered masks (which can only lose matches), each
+//! ending in an error or a subset of the true intersection.
 
 use crate::common;
-use crate::common::{Outcome, assert_malformed, assert_subset, fast};
+use crate::common::{
+    Outcome, assert_check_failed_as, assert_malformed, assert_malformed_as, assert_subset, fast,
+    real,
+};
 use blindjoin_core::Error;
+use blindjoin_core::item::items_from_records;
+use blindjoin_ot::base::endemic::{MSG_ENDEMIC_RECEIVER_PAIRS, MSG_ENDEMIC_SENDER_POINT};
+use blindjoin_ot::ext::kos;
 use blindjoin_psi::protocol::Sizes;
 use blindjoin_psi::protocols::rr17_de::{self, FORWARD, REVERSE};
 use blindjoin_psi::{Party, Protocol, Security};
-use blindjoin_testkit::{Attack, Target};
+use blindjoin_testkit::{Attack, Tamper, Target, rng, run_two_party, sets_with_overlap};
 
 static P: &Protocol = &rr17_de::PROTOCOL;
 
@@ -117,6 +124,132 @@ fn forged_proofs_are_caught_in_both_directions() {
     check_failed(&so.unwrap_err(), "OOS16");
     let ((ro, _), _) = attack_sender(Target::first(REVERSE.proof), Attack::FlipBit(17));
     check_failed(&ro.unwrap_err(), "OOS16");
+}
+
+/// Sets bit 127 of the first input sum W_0 (the last 640 bytes of a proof are the 40 input
+/// sums, 16 bytes each, little-endian): above the code's 76 bits.
+#[allow(clippy::ptr_arg)] // the signature of `Attack::Edit`
+fn input_sum_above_76_bits(proof: &mut Vec<u8>) {
+    let w0 = proof.len() - 40 * 16;
+    proof[w0 + 15] |= 0x80;
+}
+
+#[test]
+fn an_input_sum_above_76_bits_is_malformed_in_both_directions() {
+    let ((ro, so), _) = attack_receiver(
+        Target::first(FORWARD.proof),
+        Attack::Edit(input_sum_above_76_bits),
+    );
+    assert_malformed_as(
+        &so.unwrap_err(),
+        FORWARD.proof,
+        "input sum 0 has bits above 76",
+    );
+    assert!(ro.is_err());
+    // As for the rows, only the receiver's error is certain in this direction.
+    let ((ro, _), _) = attack_sender(
+        Target::first(REVERSE.proof),
+        Attack::Edit(input_sum_above_76_bits),
+    );
+    assert_malformed_as(
+        &ro.unwrap_err(),
+        REVERSE.proof,
+        "input sum 0 has bits above 76",
+    );
+}
+
+/// The sender is the KOS receiver of the 512 base OTs: the receiver checks its coin toss and
+/// its columns.
+#[test]
+fn a_kos_receiver_that_does_not_open_its_seed_or_fails_the_correlation_check_is_caught() {
+    let ((ro, so), _) = attack_sender(Target::first(kos::MSG_OPENING), Attack::FlipBit(0));
+    assert_check_failed_as(
+        &ro.unwrap_err(),
+        "the OT receiver's opening does not match its commitment to its challenge seed \
+         (KOS coin toss)",
+    );
+    assert!(so.is_err());
+    // The check value t (the second 16 bytes) flipped.
+    let ((ro, so), _) = attack_sender(Target::first(kos::MSG_PROOF), Attack::FlipBit(16));
+    assert_check_failed_as(
+        &ro.unwrap_err(),
+        "the OT receiver's columns are inconsistent (KOS correlation check)",
+    );
+    assert!(so.is_err());
+}
+
+#[test]
+fn undecodable_endemic_points_are_refused() {
+    // The sender is the endemic-OT sender: its A, not a canonical encoding, or the identity.
+    for (bad, reason) in [
+        (
+            [0xffu8; 32],
+            "element 0 is not a valid Ristretto255 point encoding",
+        ),
+        ([0u8; 32], "element 0 is the identity point"),
+    ] {
+        let ((ro, so), _) = common::attacked(
+            P,
+            Party::Sender,
+            Target::first(MSG_ENDEMIC_SENDER_POINT),
+            Attack::Replace(bad.to_vec()),
+            &real(),
+        );
+        assert_malformed_as(&ro.unwrap_err(), MSG_ENDEMIC_SENDER_POINT, reason);
+        assert!(so.is_err());
+    }
+    let ((_, so), _) = common::attacked(
+        P,
+        Party::Receiver,
+        Target::first(MSG_ENDEMIC_RECEIVER_PAIRS),
+        Attack::Edit(|f| f[..32].fill(0xff)),
+        &real(),
+    );
+    assert_malformed_as(
+        &so.unwrap_err(),
+        MSG_ENDEMIC_RECEIVER_PAIRS,
+        "element 0 is not a valid Ristretto255 point encoding",
+    );
+}
+
+/// 5000 sender items make two buckets of masks per slot position (one bucket bit): the first
+/// and the last mask of position 0 swapped put a mask of bucket 1 before those of bucket 0.
+#[test]
+fn masks_out_of_bucket_order_are_malformed() {
+    const N_S: usize = 5000;
+    let (r, s) = sets_with_overlap(20, N_S, 5, 17);
+    let (r, s) = (items_from_records(&r), items_from_records(&s));
+    let (ro, so) = run_two_party(
+        |ch| P.receive(ch, &r, &fast(), &mut rng(1)),
+        |ch| {
+            let mut t = Tamper::new(
+                ch,
+                Target::first(rr17_de::MSG_MASKS),
+                Attack::Edit(|f| {
+                    let len = f.len() / N_S;
+                    assert_eq!(f.len(), N_S * len, "one frame of position 0's masks");
+                    for k in 0..len {
+                        f.swap(k, (N_S - 1) * len + k);
+                    }
+                }),
+            );
+            let out = P.send(&mut t, &s, &fast(), &mut rng(2));
+            assert!(t.applied());
+            out
+        },
+    );
+    // The receiver stops at position 0, so the sender may still be sending the masks of the
+    // other positions when the receiver hangs up.
+    match so {
+        Ok(_) => {}
+        Err(Error::SendFailed { sending }) => assert_eq!(sending, rr17_de::MSG_MASKS),
+        Err(e) => panic!("{e}"),
+    }
+    assert_malformed_as(
+        &ro.unwrap_err(),
+        rr17_de::MSG_MASKS,
+        "masks out of bucket order",
+    );
 }
 
 #[test]

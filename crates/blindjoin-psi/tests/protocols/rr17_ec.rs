@@ -1,13 +1,18 @@
 //! `rr17_ec` over an in-memory channel: exact intersection indices against a `HashSet` oracle,
 //! the traffic formula, and deviations of either party: an opening that does not open its
-//! commitment, OOS16 rows that are not codewords, a forged OOS16 proof, and altered
-//! commitments or entries (which can only lose matches), each ending in an error or a subset of
-//! the true intersection.
+//! commitment, undecodable base-OT points, a KOS opening or check value that does not verify,
+//! OOS16 rows that are not codewords, a forged OOS16 proof or one with an input sum above 76
+//! bits, and altered commitments or entries (which can only lose matches), each ending in an
+//! error or a subset of the true intersection.
 
 use crate::common;
-use crate::common::{Outcome, assert_malformed, assert_subset, fast};
+use crate::common::{
+    Outcome, assert_check_failed_as, assert_malformed, assert_malformed_as, assert_subset, fast,
+    real,
+};
 use blindjoin_core::Error;
-use blindjoin_ot::ext::oos;
+use blindjoin_ot::base::endemic::{MSG_ENDEMIC_RECEIVER_PAIRS, MSG_ENDEMIC_SENDER_POINT};
+use blindjoin_ot::ext::{kos, oos};
 use blindjoin_psi::protocol::Sizes;
 use blindjoin_psi::protocols::rr17_ec;
 use blindjoin_psi::{Party, Protocol, Security};
@@ -90,6 +95,79 @@ fn rows_that_are_not_codewords_and_forged_proofs_are_caught() {
     assert!(ro.is_err());
     let ((_, so), _) = attack_receiver(Target::first(oos::MSG_PROOF), Attack::FlipBit(17));
     check_failed(&so.unwrap_err(), "OOS16");
+}
+
+/// The receiver's proof with bit 127 of its first input sum W_0 set (the last 640 bytes of a
+/// proof are the 40 input sums, 16 bytes each, little-endian): above the code's 76 bits.
+#[test]
+fn an_input_sum_above_76_bits_is_malformed() {
+    let ((ro, so), _) = attack_receiver(
+        Target::first(oos::MSG_PROOF),
+        Attack::Edit(|f| {
+            let w0 = f.len() - 40 * 16;
+            f[w0 + 15] |= 0x80;
+        }),
+    );
+    assert_malformed_as(
+        &so.unwrap_err(),
+        oos::MSG_PROOF,
+        "input sum 0 has bits above 76",
+    );
+    assert!(ro.is_err());
+}
+
+/// The sender is the KOS receiver of the 512 base OTs: the receiver checks its coin toss and
+/// its columns.
+#[test]
+fn a_kos_receiver_that_does_not_open_its_seed_or_fails_the_correlation_check_is_caught() {
+    let ((ro, so), _) = attack_sender(Target::first(kos::MSG_OPENING), Attack::FlipBit(0));
+    assert_check_failed_as(
+        &ro.unwrap_err(),
+        "the OT receiver's opening does not match its commitment to its challenge seed \
+         (KOS coin toss)",
+    );
+    assert!(so.is_err());
+    // The check value t (the second 16 bytes) flipped.
+    let ((ro, so), _) = attack_sender(Target::first(kos::MSG_PROOF), Attack::FlipBit(16));
+    assert_check_failed_as(
+        &ro.unwrap_err(),
+        "the OT receiver's columns are inconsistent (KOS correlation check)",
+    );
+    assert!(so.is_err());
+}
+
+#[test]
+fn undecodable_endemic_points_are_refused() {
+    // The sender is the endemic-OT sender: its A, not a canonical encoding, or the identity.
+    for (bad, reason) in [
+        (
+            [0xffu8; 32],
+            "element 0 is not a valid Ristretto255 point encoding",
+        ),
+        ([0u8; 32], "element 0 is the identity point"),
+    ] {
+        let ((ro, so), _) = common::attacked(
+            P,
+            Party::Sender,
+            Target::first(MSG_ENDEMIC_SENDER_POINT),
+            Attack::Replace(bad.to_vec()),
+            &real(),
+        );
+        assert_malformed_as(&ro.unwrap_err(), MSG_ENDEMIC_SENDER_POINT, reason);
+        assert!(so.is_err());
+    }
+    let ((_, so), _) = common::attacked(
+        P,
+        Party::Receiver,
+        Target::first(MSG_ENDEMIC_RECEIVER_PAIRS),
+        Attack::Edit(|f| f[..32].fill(0xff)),
+        &real(),
+    );
+    assert_malformed_as(
+        &so.unwrap_err(),
+        MSG_ENDEMIC_RECEIVER_PAIRS,
+        "element 0 is not a valid Ristretto255 point encoding",
+    );
 }
 
 #[test]

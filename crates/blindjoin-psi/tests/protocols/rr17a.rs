@@ -1,15 +1,22 @@
 //! `rr17a` over an in-memory channel: exact intersection indices against a `HashSet` oracle,
 //! the traffic formula message by message, and the deviations of a malicious receiver (an
-//! opening that does not match its commitment or its choices, a map that names an OT twice or
-//! one that does not exist) and of a malicious sender (altered summary values), each ending in
-//! an error naming what was wrong or in the output an ideal sender with some input gives.
+//! opening that does not match its commitment or its choices or sets padding bits, a map that
+//! names an OT twice or one that does not exist, an undecodable base-OT point, a KOS opening
+//! or check value that does not verify) and of a malicious sender (altered summary values,
+//! undecodable base-OT pairs), each ending in an error naming what was wrong or in the output
+//! an ideal sender with some input gives.
 
 use crate::common;
-use crate::common::{Outcome, assert_malformed, assert_subset, fast};
+use crate::common::{
+    Outcome, assert_check_failed_as, assert_malformed, assert_malformed_as, assert_subset, fast,
+    real,
+};
 use blindjoin_core::Error;
+use blindjoin_ot::base::endemic::{MSG_ENDEMIC_RECEIVER_PAIRS, MSG_ENDEMIC_SENDER_POINT};
+use blindjoin_ot::ext::kos;
 use blindjoin_psi::protocol::Sizes;
 use blindjoin_psi::protocols::rr17a;
-use blindjoin_psi::{Party, Protocol, Security};
+use blindjoin_psi::{Party, Protocol, RunOptions, Security};
 use blindjoin_testkit::{Attack, Target};
 
 static P: &Protocol = &rr17a::PROTOCOL;
@@ -49,6 +56,15 @@ fn attack_receiver(target: Target, attack: Attack) -> (Outcome, Vec<usize>) {
 
 fn attack_sender(target: Target, attack: Attack) -> (Outcome, Vec<usize>) {
     common::attacked(P, Party::Sender, target, attack, &fast())
+}
+
+fn attack_with(
+    party: Party,
+    target: Target,
+    attack: Attack,
+    opts: &RunOptions,
+) -> (Outcome, Vec<usize>) {
+    common::attacked(P, party, target, attack, opts)
 }
 
 fn check_failed(e: &Error, what: &str) {
@@ -92,6 +108,29 @@ fn a_proof_that_does_not_match_the_opened_choices_is_refused() {
         }),
     );
     check_failed(&so.unwrap_err(), "proof");
+}
+
+#[test]
+fn bits_after_the_last_opened_choice_are_refused() {
+    // The attack runs' 50 receiver items open o OTs, o not a multiple of 8: the top bit of the
+    // last byte of the packed choices is padding. The hash-key share and nonce, the last 32
+    // bytes, are unchanged, so the commitment opens and the padding check is what fails.
+    let p = blindjoin_psi::hashing::cnc_bloom_params(50, 40, 128).unwrap();
+    let opened = p.ots * u64::from(p.open_per_mille) / 1000;
+    assert_ne!(opened % 8, 0, "{opened} opened OTs");
+    let ((ro, so), _) = attack_receiver(
+        Target::first(rr17a::MSG_OPENING),
+        Attack::Edit(|f| {
+            let packed = f.len() - 48;
+            f[packed - 1] |= 0x80;
+        }),
+    );
+    assert_malformed_as(
+        &so.unwrap_err(),
+        rr17a::MSG_OPENING,
+        "bits set after the last opened choice",
+    );
+    assert!(ro.is_err());
 }
 
 #[test]
@@ -163,4 +202,57 @@ fn a_challenge_of_the_wrong_length_is_refused() {
             "{attack:?}: {e}"
         );
     }
+}
+
+#[test]
+fn undecodable_endemic_points_are_refused() {
+    // The receiver is the endemic-OT sender: its A, not a canonical encoding, or the identity.
+    for (bad, reason) in [
+        (
+            [0xffu8; 32],
+            "element 0 is not a valid Ristretto255 point encoding",
+        ),
+        ([0u8; 32], "element 0 is the identity point"),
+    ] {
+        let ((ro, so), _) = attack_with(
+            Party::Receiver,
+            Target::first(MSG_ENDEMIC_SENDER_POINT),
+            Attack::Replace(bad.to_vec()),
+            &real(),
+        );
+        assert_malformed_as(&so.unwrap_err(), MSG_ENDEMIC_SENDER_POINT, reason);
+        assert!(ro.is_err());
+    }
+    // The sender's first pair with its first point not a canonical encoding.
+    let ((ro, _), _) = attack_with(
+        Party::Sender,
+        Target::first(MSG_ENDEMIC_RECEIVER_PAIRS),
+        Attack::Edit(|f| f[..32].fill(0xff)),
+        &real(),
+    );
+    assert_malformed_as(
+        &ro.unwrap_err(),
+        MSG_ENDEMIC_RECEIVER_PAIRS,
+        "element 0 is not a valid Ristretto255 point encoding",
+    );
+}
+
+#[test]
+fn a_kos_receiver_that_does_not_open_its_seed_or_fails_the_correlation_check_is_caught() {
+    // The receiver is the KOS receiver: its seed share or nonce changed after its commitment.
+    let ((ro, so), _) = attack_receiver(Target::first(kos::MSG_OPENING), Attack::FlipBit(0));
+    assert_check_failed_as(
+        &so.unwrap_err(),
+        "the OT receiver's opening does not match its commitment to its challenge seed \
+         (KOS coin toss)",
+    );
+    assert!(ro.is_err());
+    // Its check value t (the second 16 bytes) no longer Σχ_i·q_i ⊕ x·s: what columns with
+    // more than one choice bit per OT give.
+    let ((ro, so), _) = attack_receiver(Target::first(kos::MSG_PROOF), Attack::FlipBit(16));
+    assert_check_failed_as(
+        &so.unwrap_err(),
+        "the OT receiver's columns are inconsistent (KOS correlation check)",
+    );
+    assert!(ro.is_err());
 }

@@ -1,13 +1,16 @@
-//! `kmrs_semi` and `kmrs_mal` end to end over in-memory channels: n clients, their direct
+//! The server-aided protocols end to end over in-memory channels: n clients, their direct
 //! links, and one [`Server`] serving every client connection on a thread of its own; the
 //! server's refusals and its bookkeeping (runs forgotten, store emptied), on the memory and the
 //! disk store; for `kmrs_mal`, servers that cheat (a [`Store`] that alters the intersection) and
-//! the rate at which a covert one is caught.
+//! the rate at which a covert one is caught; for `kmrs_mal`, `kmrs_fair` and `kmrs_size`, a
+//! client, the server or a party's direct link that deviates in one message, each check ending
+//! the run with its exact error (frames altered in transit by [`Tamper`], or by a [`Rewrite`]
+//! that can decode the message, compute from what it saw and wait for another party).
 
 use crate::common::BASE_CASES;
 use blindjoin_core::Error;
 use blindjoin_core::channel::memory::{MemoryChannel, memory_pair};
-use blindjoin_core::channel::{Channel, FrameSender, send_msg};
+use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender, recv_msg, send_msg};
 use blindjoin_core::item::items_from_records;
 use blindjoin_psi::protocols::server_aided::client::{AidedLinks, ClientOutput, Peers};
 use blindjoin_psi::protocols::server_aided::disk_store::DiskStore;
@@ -15,7 +18,7 @@ use blindjoin_psi::protocols::server_aided::server::{Server, ServerConfig};
 use blindjoin_psi::protocols::server_aided::store::{LabelWriter, MemoryStore, Store};
 use blindjoin_psi::protocols::server_aided::wire::{
     MSG_BITS, MSG_FAIR_OPEN, MSG_LABELS, MSG_PERMUTATION, MSG_RELABELLED, MSG_SERVER_SHARE,
-    MSG_SUBMIT, Status, Submit, WIRE_VERSION, recv_status,
+    MSG_STATUS, MSG_SUBMIT, Status, Submit, WIRE_VERSION, recv_status,
 };
 use blindjoin_psi::protocols::server_aided::{kmrs_fair, kmrs_mal, kmrs_semi, kmrs_size, labels};
 use blindjoin_psi::{Protocol, RunOptions};
@@ -68,16 +71,19 @@ fn run_protocol(
     run_tampered(server, p, run, sets, opts, seed, None)
 }
 
-/// Who alters a frame in [`run_tampered`].
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// Who alters frames in [`run_tampered`] and [`run_rewritten`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Side {
     /// Client i (0-based), in what it sends to the server.
     Client(usize),
     /// The server, in what it sends to client i (0-based).
     Server(usize),
+    /// Client i (0-based), in what it sends to the other clients on its direct links.
+    Link(usize),
 }
 
-/// [`run_protocol`] with one frame of one connection to the server altered in transit.
+/// [`run_protocol`] with one frame of one connection altered in transit (client 1's links:
+/// the same frame on each).
 fn run_tampered(
     server: &Server,
     p: &'static Protocol,
@@ -87,7 +93,7 @@ fn run_tampered(
     seed: u64,
     tamper: Option<(Side, Target, Attack)>,
 ) -> Vec<blindjoin_core::Result<ClientOutput>> {
-    let wrap = |side: Side, ch: MemoryChannel| -> Box<dyn Channel + Send> {
+    let mut wrap = |side: Side, ch: MemoryChannel| -> Box<dyn Channel + Send> {
         match &tamper {
             Some((s, target, attack)) if *s == side => {
                 Box::new(Tamper::new(ch, *target, attack.clone()))
@@ -95,20 +101,140 @@ fn run_tampered(
             _ => Box::new(ch),
         }
     };
+    run_wrapped(server, p, run, sets, opts, seed, &mut wrap)
+}
+
+/// What a side does to each frame it sends ([`run_rewritten`]): it may change the frame, or
+/// fail the send, as a party that hangs up.
+type Rewrite<'a> =
+    Box<dyn FnMut(&'static str, &mut Vec<u8>) -> blindjoin_core::Result<()> + Send + 'a>;
+
+/// A memory channel whose frames pass through a [`Rewrite`] on their way out.
+struct Rewritten<'a> {
+    inner: MemoryChannel,
+    rewrite: Rewrite<'a>,
+}
+
+fn rewritten_send(
+    tx: &mut dyn FrameSender,
+    rewrite: &mut Rewrite<'_>,
+    msg: &'static str,
+    frame: &[u8],
+) -> blindjoin_core::Result<()> {
+    let mut frame = frame.to_vec();
+    rewrite(msg, &mut frame)?;
+    tx.send(msg, &frame)
+}
+
+impl FrameSender for Rewritten<'_> {
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> blindjoin_core::Result<()> {
+        rewritten_send(&mut self.inner, &mut self.rewrite, msg, frame)
+    }
+    fn close(&mut self) {
+        self.inner.close();
+    }
+}
+
+impl FrameReceiver for Rewritten<'_> {
+    fn recv(&mut self, what: &'static str, max_len: usize) -> blindjoin_core::Result<Vec<u8>> {
+        self.inner.recv(what, max_len)
+    }
+}
+
+/// The sending half of a split [`Rewritten`].
+struct RewrittenSender<'s, 'a> {
+    tx: Box<dyn FrameSender + 's>,
+    rewrite: &'s mut Rewrite<'a>,
+}
+
+impl FrameSender for RewrittenSender<'_, '_> {
+    fn send(&mut self, msg: &'static str, frame: &[u8]) -> blindjoin_core::Result<()> {
+        rewritten_send(&mut *self.tx, self.rewrite, msg, frame)
+    }
+    fn close(&mut self) {
+        self.tx.close();
+    }
+}
+
+impl Channel for Rewritten<'_> {
+    fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
+        let (rx, tx) = self.inner.split();
+        (
+            rx,
+            Box::new(RewrittenSender {
+                tx,
+                rewrite: &mut self.rewrite,
+            }),
+        )
+    }
+}
+
+/// Runs `p` for `sets.len()` clients with the same options, each side of `rewrites` passing
+/// what it sends through its [`Rewrite`] (client 1's links: the first of them only).
+fn run_rewritten<'w>(
+    server: &Server,
+    p: &'static Protocol,
+    run: &str,
+    sets: &[Records],
+    opts: &RunOptions,
+    rewrites: Vec<(Side, Rewrite<'w>)>,
+) -> Vec<blindjoin_core::Result<ClientOutput>> {
+    let opts = vec![opts.clone(); sets.len()];
+    run_rewritten_with(server, p, run, sets, &opts, rewrites)
+}
+
+/// [`run_rewritten`] with options `opts[i]` for client i.
+fn run_rewritten_with<'w>(
+    server: &Server,
+    p: &'static Protocol,
+    run: &str,
+    sets: &[Records],
+    opts: &[RunOptions],
+    mut rewrites: Vec<(Side, Rewrite<'w>)>,
+) -> Vec<blindjoin_core::Result<ClientOutput>> {
+    let mut wrap = |side: Side, ch: MemoryChannel| -> Box<dyn Channel + Send + 'w> {
+        match rewrites.iter().position(|(s, _)| *s == side) {
+            Some(k) => {
+                let (_, rewrite) = rewrites.remove(k);
+                Box::new(Rewritten { inner: ch, rewrite })
+            }
+            None => Box::new(ch),
+        }
+    };
+    run_wrapped(server, p, run, sets, opts, 0, &mut wrap)
+}
+
+/// Runs one run of `p` with `sets.len()` clients on `server` (client i with records `sets[i]`,
+/// options `opts[i]` and RNG seed `seed + i + 1`), each client's server connection served on a
+/// thread of its own; every connection's sending end is first passed to `wrap` with the side
+/// that sends on it.
+fn run_wrapped<'w>(
+    server: &Server,
+    p: &'static Protocol,
+    run: &str,
+    sets: &[Vec<Vec<u8>>],
+    opts: &[RunOptions],
+    seed: u64,
+    wrap: &mut dyn FnMut(Side, MemoryChannel) -> Box<dyn Channel + Send + 'w>,
+) -> Vec<blindjoin_core::Result<ClientOutput>> {
     let n = sets.len();
     let wait = Duration::from_secs(60);
     let mut leader_ends = Vec::new();
     let mut member_ends = Vec::new();
-    for _ in 1..n {
+    for i in 1..n {
         let (a, b) = memory_pair(wait);
-        leader_ends.push(a);
-        member_ends.push(b);
+        leader_ends.push(wrap(Side::Link(0), a));
+        member_ends.push(wrap(Side::Link(i), b));
     }
-    let (mut client_ends, mut server_ends): (Vec<MemoryChannel>, Vec<MemoryChannel>) =
-        (0..n).map(|_| memory_pair(wait)).unzip();
+    let mut server_ends = Vec::new();
+    let mut client_ends = Vec::new();
+    for i in 0..n {
+        let (c, s) = memory_pair(wait);
+        client_ends.push(wrap(Side::Client(i), c));
+        server_ends.push(wrap(Side::Server(i), s));
+    }
     std::thread::scope(|s| {
-        for (i, end) in server_ends.drain(..).enumerate() {
-            let mut end = wrap(Side::Server(i), end);
+        for (i, mut end) in server_ends.drain(..).enumerate() {
             // Each client its own address for the server's per-client limit.
             let addr = format!("{run}/{i}");
             s.spawn(move || {
@@ -118,8 +244,7 @@ fn run_tampered(
         let mut handles = Vec::new();
         let mut member_ends = member_ends.into_iter();
         let mut leader_ends = Some(leader_ends);
-        for (i, to_server) in client_ends.drain(..).enumerate() {
-            let mut to_server = wrap(Side::Client(i), to_server);
+        for (i, mut to_server) in client_ends.drain(..).enumerate() {
             let items = items_from_records(&sets[i]);
             let party = i as u32 + 1;
             let leader = if i == 0 { leader_ends.take() } else { None };
@@ -130,9 +255,9 @@ fn run_tampered(
                 let mut member = member;
                 let peers = match (&mut leader, &mut member) {
                     (Some(l), _) => {
-                        Peers::Leader(l.iter_mut().map(|c| c as &mut dyn Channel).collect())
+                        Peers::Leader(l.iter_mut().map(|c| &mut **c as &mut dyn Channel).collect())
                     }
-                    (_, Some(m)) => Peers::Member(m),
+                    (_, Some(m)) => Peers::Member(&mut **m),
                     _ => unreachable!(),
                 };
                 let mut links =
@@ -528,7 +653,10 @@ fn a_client_with_other_parameters_cannot_take_a_slot_of_the_run() {
 }
 
 /// A run that times out while clients with other parameters wait for the same run id says
-/// so: the likely cause is a client started with other options.
+/// so: the likely cause is a client started with other options. A run times out only while
+/// it waits after a client's labels: the first client sends its labels once the second has
+/// joined, and the second once the first run has failed, so the first run is the one that
+/// times out, while the other is still there.
 #[test]
 fn a_timed_out_run_names_the_submissions_with_other_parameters() {
     let (srv, _) = server(ServerConfig {
@@ -537,18 +665,23 @@ fn a_timed_out_run_names_the_submissions_with_other_parameters() {
     });
     let (mut c1, st, h1) = raw_submit(&srv, &submit("x", 1, 2));
     assert_eq!(st, Status::Accepted);
-    c1.send(MSG_LABELS, &[[1u8; 8], [3; 8]].concat()).unwrap();
     let (mut c2, st, h2) = raw_submit(&srv, &sized("x", 2, &[2, 3]));
     assert_eq!(st, Status::Accepted);
-    c2.send(MSG_LABELS, &[[2u8; 8], [3; 8], [4; 8]].concat())
-        .unwrap();
+    c1.send(MSG_LABELS, &[[1u8; 8], [3; 8]].concat()).unwrap();
     let why = refusal_after_waiting(&mut c1);
-    assert!(
-        why.contains("1 of 2 parties sent their labels within the run timeout of 300 ms; 1 other submission(s) for run x carry other parameters"),
-        "{why}"
+    assert_eq!(
+        why,
+        "1 of 2 parties sent their labels within the run timeout of 300 ms; 1 other \
+         submission(s) for run x carry other parameters (set sizes, client certificates or \
+         protocol parameters): check that every client runs with the same options"
     );
     h1.join().unwrap();
-    let _ = refusal_after_waiting(&mut c2);
+    c2.send(MSG_LABELS, &[[2u8; 8], [3; 8], [4; 8]].concat())
+        .unwrap();
+    assert_eq!(
+        refusal_after_waiting(&mut c2),
+        "1 of 2 parties sent their labels within the run timeout of 300 ms"
+    );
     h2.join().unwrap();
     assert_eq!(srv.runs(), 0);
 }
@@ -1244,6 +1377,36 @@ fn fair_and_size_refuse_more_than_two_clients() {
     assert_eq!(srv.runs(), 0);
 }
 
+/// `kmrs_fair` and `kmrs_size` take `kmrs_mal`'s copies and dummies: short of 2^-λ they are
+/// refused before anything is sent, unless covert security was asked for.
+#[test]
+fn fair_and_size_refuse_parameters_short_of_lambda_unless_covert() {
+    let (srv, _) = server(quick());
+    let (a, b) = sets_with_overlap(10, 10, 3, 5);
+    let weak = RunOptions {
+        covert: false,
+        ..mal(3, 16)
+    };
+    for p in [FAIR, SIZE] {
+        for o in run_two(&srv, p, "weak", &[a.clone(), b.clone()], &weak, None) {
+            match o {
+                Err(Error::InvalidParam { field, reason }) => {
+                    assert_eq!(field, "dummies", "{p}");
+                    assert_eq!(
+                        reason,
+                        "copies = 3 and dummies = 16 let a cheating server escape with \
+                         probability (1/t)^(copies-1) = 2^-8.00, above 2^-40; raise them (3 and \
+                         2^20 give 2^-40) or accept covert security (deterrence 1 - 2^-8.00)",
+                        "{p}"
+                    );
+                }
+                other => panic!("{p}: {other:?}"),
+            }
+        }
+    }
+    assert_eq!(srv.runs(), 0);
+}
+
 /// `kmrs_fair` against a cheating server: the alterations of `kmrs_mal`'s test are caught by
 /// the client cheated; one that opens another bit vector than it committed to is caught by the
 /// commitment.
@@ -1544,7 +1707,7 @@ fn an_external_sort_client_gets_the_rows_of_the_in_memory_client() {
 #[test]
 fn fair_and_size_messages_attacked_in_transit_end_cleanly_or_change_nothing() {
     use blindjoin_psi::protocols::server_aided::wire::{
-        MSG_FAIR_NONCE, MSG_FAIR_VALUES, MSG_RECEIVED, MSG_SHARE, MSG_STATUS, MSG_VERDICT,
+        MSG_FAIR_NONCE, MSG_FAIR_VALUES, MSG_RECEIVED, MSG_SHARE, MSG_VERDICT,
     };
     let (a, b) = sets_with_overlap(30, 40, 9, 41);
     let messages = [
@@ -1609,6 +1772,8 @@ fn fair_and_size_messages_attacked_in_transit_end_cleanly_or_change_nothing() {
                         (_, Side::Client(_)) => &[MSG_SUBMIT, MSG_SHARE, MSG_VERDICT],
                         (_, Side::Server(0)) => &[MSG_STATUS, MSG_RELABELLED, MSG_PERMUTATION],
                         (_, Side::Server(_)) => &[MSG_STATUS, MSG_SERVER_SHARE],
+                        // The direct links are not attacked here.
+                        (_, Side::Link(_)) => &[],
                     };
                     if matches!(attack, Attack::HangUp) && sends.contains(&msg) {
                         assert!(out.iter().any(Result::is_err), "{case}: not noticed");
@@ -1627,12 +1792,12 @@ fn fair_and_size_messages_attacked_in_transit_end_cleanly_or_change_nothing() {
 
 /// A memory channel whose peer authenticated with the certificate `id`, as a TLS channel
 /// reports it.
-struct Identified {
-    inner: MemoryChannel,
+struct Identified<C = MemoryChannel> {
+    inner: C,
     id: [u8; 32],
 }
 
-impl FrameSender for Identified {
+impl<C: Channel> FrameSender for Identified<C> {
     fn send(&mut self, msg: &'static str, frame: &[u8]) -> blindjoin_core::Result<()> {
         self.inner.send(msg, frame)
     }
@@ -1641,19 +1806,14 @@ impl FrameSender for Identified {
     }
 }
 
-impl blindjoin_core::channel::FrameReceiver for Identified {
+impl<C: Channel> FrameReceiver for Identified<C> {
     fn recv(&mut self, what: &'static str, max_len: usize) -> blindjoin_core::Result<Vec<u8>> {
-        blindjoin_core::channel::FrameReceiver::recv(&mut self.inner, what, max_len)
+        self.inner.recv(what, max_len)
     }
 }
 
-impl Channel for Identified {
-    fn split(
-        &mut self,
-    ) -> (
-        Box<dyn blindjoin_core::channel::FrameReceiver + '_>,
-        Box<dyn FrameSender + '_>,
-    ) {
+impl<C: Channel> Channel for Identified<C> {
+    fn split(&mut self) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
         self.inner.split()
     }
     fn peer_identity(&self) -> Option<[u8; 32]> {
@@ -1674,7 +1834,12 @@ fn identified_submit(
         let mut s = Identified { inner: s, id };
         let _ = srv.serve(&mut s, "unused");
     });
-    send_msg(&mut c, MSG_SUBMIT, submit).unwrap();
+    // A server that refuses the connection before its hello (the client's connection limit)
+    // may have hung up before the hello is sent; its refusal is still there to read.
+    match send_msg(&mut c, MSG_SUBMIT, submit) {
+        Ok(()) | Err(Error::SendFailed { .. }) => {}
+        Err(e) => panic!("{e}"),
+    }
     let st = recv_status(&mut c).unwrap();
     (c, st, h)
 }
@@ -1788,14 +1953,17 @@ fn a_client_holds_at_most_its_connections() {
             (c, h)
         })
         .collect();
-    // Wait until both are counted (each waits for its hello).
-    std::thread::sleep(Duration::from_millis(100));
-    let (_, st, h) = identified_submit(&srv, &submit("three", 1, 2), [7; 32]);
-    h.join().unwrap();
-    assert_eq!(
-        refusal(st),
-        "this client already has 2 connections to the server, its limit"
-    );
+    // A third connection is refused at the limit once both are counted (each waits for its
+    // hello); until then it is counted itself, refused for its unbound slots, and uncounted.
+    loop {
+        let (_, st, h) = identified_submit(&srv, &submit("three", 1, 2), [7; 32]);
+        h.join().unwrap();
+        let why = refusal(st);
+        if why == "this client already has 2 connections to the server, its limit" {
+            break;
+        }
+        assert!(why.contains("did not bind their party slots"), "{why}");
+    }
     // Another client is not affected.
     let (_, st, h) = identified_submit(
         &srv,
@@ -1907,6 +2075,952 @@ fn party_1_gives_each_certificate_one_slot() {
             other => panic!("{other:?}"),
         }
     }
+}
+
+// The clients' and the server's checks through `kmrs_mal`, `kmrs_fair` and `kmrs_size`, with
+// a party deviating on the direct client links or on a connection to the server.
+
+/// `value` as `send_msg` encodes it.
+fn encode<T: serde::Serialize>(value: &T) -> Vec<u8> {
+    let (mut a, mut b) = memory_pair(Duration::from_secs(1));
+    send_msg(&mut a, "a message", value).unwrap();
+    b.recv("a message", 1 << 20).unwrap()
+}
+
+/// A frame decoded as `recv_msg` decodes it.
+fn decode<T: serde::de::DeserializeOwned>(frame: &[u8]) -> T {
+    let (mut a, mut b) = memory_pair(Duration::from_secs(1));
+    a.send("a message", frame).unwrap();
+    recv_msg(&mut b, "a message", 1 << 20).unwrap()
+}
+
+/// For [`Side::Server`]: the server's first status after its acceptance that is not a
+/// keep-alive (the one that follows the client's labels) replaced by `by`.
+fn status_after_the_labels(by: Status) -> Rewrite<'static> {
+    let mut seen = 0;
+    Box::new(move |msg, frame| {
+        if msg == MSG_STATUS && !matches!(decode::<Status>(frame), Status::Waiting { .. }) {
+            seen += 1;
+            if seen == 2 {
+                *frame = encode(&by);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// For [`Side::Client`]: the client hangs up instead of sending its submit hello (a cheating
+/// client that has nothing to gain from the server once the other clients have left).
+fn hang_up_before_the_server() -> Rewrite<'static> {
+    Box::new(|msg, _| match msg {
+        MSG_SUBMIT => Err(Error::SendFailed {
+            sending: MSG_SUBMIT,
+        }),
+        _ => Ok(()),
+    })
+}
+
+/// Asserts that `out` is the `Malformed` error on `message` with exactly `reason`.
+fn malformed(out: &blindjoin_core::Result<ClientOutput>, message: &str, reason: &str) {
+    match out {
+        Err(e) => crate::common::assert_malformed_as(e, message, reason),
+        Ok(o) => panic!("expected a malformed {message}, got rows {:?}", o.indices),
+    }
+}
+
+/// Asserts that `out` is the server's refusal with exactly `reason` (as the client quotes it).
+fn refused_as(out: &blindjoin_core::Result<ClientOutput>, reason: &str) {
+    assert_eq!(
+        refused_with(out),
+        format!("the server: {}", blindjoin_core::error::peer_text(reason))
+    );
+}
+
+/// Asserts that a client whose peer left ended on the closed connection: while it sent
+/// `sending`, or while it waited for `waiting`.
+fn peer_left(out: &blindjoin_core::Result<ClientOutput>, sending: &str, waiting: &str) {
+    match out {
+        Err(Error::SendFailed { sending: s }) => assert_eq!(*s, sending),
+        Err(Error::PeerClosed { during }) => assert_eq!(*during, waiting),
+        other => panic!("expected the peer to have left, got {other:?}"),
+    }
+}
+
+/// Party 1 takes each share from a party of 2..=n it still waits for: party 2 naming itself
+/// party 1, or party 3 naming itself party 2 after party 2 did, ends the coin toss at party 1
+/// before it opens its share; the other clients see it leave.
+#[test]
+fn party_1_refuses_a_share_from_a_party_it_does_not_wait_for() {
+    use blindjoin_psi::protocols::server_aided::wire::{MSG_OPEN, MSG_SHARE, ShareMsg};
+    let (srv, store) = server(quick());
+    let as_party = |claim: u32| -> Rewrite<'static> {
+        Box::new(move |msg, frame| {
+            if msg == MSG_SHARE {
+                let mut share: ShareMsg = decode(frame);
+                share.party = claim;
+                *frame = encode(&share);
+            }
+            Ok(())
+        })
+    };
+    let (a, b) = sets_with_overlap(40, 50, 12, 51);
+    let out = run_rewritten(
+        &srv,
+        MAL,
+        "slots",
+        &[a, b],
+        &mal(3, 16),
+        vec![(Side::Link(1), as_party(1))],
+    );
+    malformed(
+        &out[0],
+        MSG_SHARE,
+        "party 1: not one of 2..=2 still missing",
+    );
+    peer_left(&out[1], MSG_SHARE, MSG_OPEN);
+    let out = run_rewritten(
+        &srv,
+        MAL,
+        "slots",
+        &three_test_sets(),
+        &mal(3, 16),
+        vec![(Side::Link(2), as_party(2))],
+    );
+    malformed(
+        &out[0],
+        MSG_SHARE,
+        "party 2: not one of 2..=3 still missing",
+    );
+    for o in &out[1..] {
+        peer_left(o, MSG_SHARE, MSG_OPEN);
+    }
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
+
+/// Party 2 checks party 1's opening of the coin toss: one share per party, the set sizes the
+/// handshakes announced, party 1's share against its commitment, and its own share passed on
+/// unchanged. Party 1, caught, hangs up rather than submit.
+#[test]
+fn a_member_checks_party_1s_opening() {
+    use blindjoin_psi::protocols::server_aided::wire::{MSG_OPEN, OpenMsg};
+    let (srv, store) = server(quick());
+    let (a, b) = sets_with_overlap(40, 50, 12, 53);
+    type Edit = fn(&mut OpenMsg);
+    let cases: [(Edit, Error); 4] = [
+        (
+            |o| o.shares.truncate(1),
+            Error::malformed(MSG_OPEN, "1 shares for 2 parties"),
+        ),
+        (
+            |o| o.sizes[1] += 1,
+            Error::malformed(
+                MSG_OPEN,
+                "the set sizes do not match the parties' announcements",
+            ),
+        ),
+        (
+            |o| o.shares[0][0] ^= 1,
+            Error::CheckFailed("party 1's opened key share does not match its commitment".into()),
+        ),
+        (
+            |o| o.shares[1][0] ^= 1,
+            Error::CheckFailed("party 1 did not pass on our key share unchanged".into()),
+        ),
+    ];
+    for (edit, want) in cases {
+        let open: Rewrite<'static> = Box::new(move |msg, frame| {
+            if msg == MSG_OPEN {
+                let mut o: OpenMsg = decode(frame);
+                edit(&mut o);
+                *frame = encode(&o);
+            }
+            Ok(())
+        });
+        let out = run_rewritten(
+            &srv,
+            MAL,
+            "opening",
+            &[a.clone(), b.clone()],
+            &mal(3, 16),
+            vec![
+                (Side::Link(0), open),
+                (Side::Client(0), hang_up_before_the_server()),
+            ],
+        );
+        match (&out[1], &want) {
+            (Err(e @ Error::Malformed { .. }), Error::Malformed { message, reason }) => {
+                crate::common::assert_malformed_as(e, message, reason)
+            }
+            (Err(e @ Error::CheckFailed(_)), Error::CheckFailed(text)) => {
+                crate::common::assert_check_failed_as(e, text)
+            }
+            (other, _) => panic!("expected {want}, got {other:?}"),
+        }
+        assert!(
+            matches!(&out[0], Err(Error::SendFailed { sending }) if *sending == MSG_SUBMIT),
+            "{:?}",
+            out[0]
+        );
+    }
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
+
+/// Clients whose coin tosses ended with different keys announce different key checks, so the
+/// server keys their submissions to different runs: neither completes, and the run that times
+/// out while the other still waits names it. Party 2 here announces another key check; the
+/// order of the two runs' timeouts is fixed (party 1's first, while party 2's run holds its
+/// slot), so that each run's refusal is the one below whatever the threads' timing.
+#[test]
+fn clients_with_different_keys_land_in_runs_of_their_own() {
+    let (srv, store) = server(ServerConfig {
+        run_timeout: Duration::from_millis(200),
+        ..quick()
+    });
+    // Each client's labels wait until the other has joined (sent its hello and been
+    // accepted); party 2's then wait until party 1's run has failed and is forgotten.
+    let (p1_joined, p1_joined_rx) = std::sync::mpsc::channel::<()>();
+    let (p2_joined, p2_joined_rx) = std::sync::mpsc::channel::<()>();
+    let srv_ref: &Server = &srv;
+    let mut p2_waited = false;
+    let p2: Rewrite<'_> = Box::new(move |msg, frame| {
+        match msg {
+            MSG_SUBMIT => {
+                let mut hello: Submit = decode(frame);
+                let check = hello
+                    .params
+                    .iter_mut()
+                    .find(|(k, _)| k == "key check")
+                    .map(|(_, v)| v)
+                    .unwrap();
+                let other = if check.starts_with('0') { "1" } else { "0" };
+                check.replace_range(..1, other);
+                *frame = encode(&hello);
+            }
+            MSG_LABELS if !p2_waited => {
+                p2_waited = true;
+                let _ = p2_joined.send(());
+                p1_joined_rx.recv_timeout(Duration::from_secs(60)).unwrap();
+                while srv_ref.runs() > 1 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    });
+    let mut p1_waited = false;
+    let p1: Rewrite<'_> = Box::new(move |msg, _| {
+        if msg == MSG_LABELS && !p1_waited {
+            p1_waited = true;
+            let _ = p1_joined.send(());
+            p2_joined_rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        }
+        Ok(())
+    });
+    let (a, b) = sets_with_overlap(40, 50, 12, 55);
+    let out = run_rewritten(
+        &srv,
+        MAL,
+        "keys",
+        &[a, b],
+        &mal(3, 16),
+        vec![(Side::Client(0), p1), (Side::Client(1), p2)],
+    );
+    refused_as(
+        &out[0],
+        "1 of 2 parties sent their labels within the run timeout of 200 ms; 1 other \
+         submission(s) for run keys carry other parameters (set sizes, client certificates or \
+         protocol parameters): check that every client runs with the same options",
+    );
+    refused_as(
+        &out[1],
+        "1 of 2 parties sent their labels within the run timeout of 200 ms",
+    );
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
+
+/// A run has 2 to 64 clients: a submit hello for 1 or 65 is refused.
+#[test]
+fn the_server_refuses_a_party_count_outside_2_to_64() {
+    let (srv, _) = server(quick());
+    for parties in [1, 65] {
+        let (_, st, h) = raw_submit(
+            &srv,
+            &Submit {
+                parties,
+                ..submit("r", 1, 2)
+            },
+        );
+        h.join().unwrap();
+        assert_eq!(
+            refusal(st),
+            format!("parties = {parties}: a run has 2 to 64 clients")
+        );
+    }
+    assert_eq!(srv.runs(), 0);
+}
+
+/// A `kmrs_mal` client refuses a status other than the result after its labels; the other
+/// client, answered honestly, gets its exact rows.
+#[test]
+fn mal_an_unexpected_status_after_the_labels_is_malformed() {
+    let (srv, store) = server(quick());
+    let (a, b) = sets_with_overlap(40, 50, 12, 57);
+    let out = run_rewritten(
+        &srv,
+        MAL,
+        "status",
+        &[a.clone(), b.clone()],
+        &mal(3, 16),
+        vec![(Side::Server(0), status_after_the_labels(Status::Accepted))],
+    );
+    malformed(&out[0], MSG_STATUS, "Accepted after the labels");
+    assert_eq!(out[1].as_ref().unwrap().indices, oracle(&b, &a));
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
+
+/// The bit vector of `kmrs_mal` and `kmrs_fair`: party 1's 3·41 + 32 = 155 labels leave 5
+/// padding bits in the last byte, none of which may be set, and the server announced 3·12 + 16
+/// = 52 matches (the 12 shared elements' copies and D0), which the bit vector must hold.
+#[test]
+fn a_bit_vector_with_a_bit_past_the_last_label_or_another_count_is_malformed() {
+    let (srv, store) = server(quick());
+    let (a, b) = sets_with_overlap(41, 50, 12, 59);
+    for p in [MAL, FAIR] {
+        let past_the_end: Rewrite<'static> = Box::new(|msg, frame| {
+            if msg == MSG_BITS {
+                assert_eq!(frame.len(), 20);
+                frame[19] |= 0x80;
+            }
+            Ok(())
+        });
+        let ones = Arc::new(Mutex::new(None));
+        let seen = ones.clone();
+        let one_flipped: Rewrite<'static> = Box::new(move |msg, frame| {
+            if msg == MSG_BITS {
+                frame[0] ^= 1;
+                let n: u32 = frame.iter().map(|b| b.count_ones()).sum();
+                *seen.lock().unwrap() = Some(n);
+            }
+            Ok(())
+        });
+        let out = run_rewritten(
+            &srv,
+            p,
+            "bits",
+            &[a.clone(), b.clone()],
+            &mal(3, 16),
+            vec![(Side::Server(0), past_the_end)],
+        );
+        malformed(&out[0], MSG_BITS, "bits set past the last label");
+        assert_eq!(out[1].as_ref().unwrap().indices, oracle(&b, &a), "{p}");
+        let out = run_rewritten(
+            &srv,
+            p,
+            "bits",
+            &[a.clone(), b.clone()],
+            &mal(3, 16),
+            vec![(Side::Server(0), one_flipped)],
+        );
+        let n = ones.lock().unwrap().unwrap();
+        assert!(n == 51 || n == 53, "{n}");
+        malformed(&out[0], MSG_BITS, &format!("{n} bits set, 52 announced"));
+        assert_eq!(out[1].as_ref().unwrap().indices, oracle(&b, &a), "{p}");
+    }
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
+
+/// A `kmrs_fair` client refuses a status other than the server's commitment after its labels;
+/// having left, it fails the run for the other client, which the server refuses with why.
+#[test]
+fn fair_a_status_after_the_labels_that_is_not_a_commitment_is_malformed() {
+    let (srv, store) = server(quick());
+    let (a, b) = sets_with_overlap(40, 50, 12, 61);
+    let out = run_rewritten(
+        &srv,
+        FAIR,
+        "status",
+        &[a, b],
+        &mal(3, 16),
+        vec![(
+            Side::Server(0),
+            status_after_the_labels(Status::Result { matches: 0 }),
+        )],
+    );
+    malformed(
+        &out[0],
+        MSG_STATUS,
+        "Result { matches: 0 } after the labels",
+    );
+    refused_as(
+        &out[1],
+        "party 1 left the run: the peer closed the connection while we waited for the client's \
+         opening",
+    );
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
+
+/// The server reads a `kmrs_fair` client's opening against what it sent: an element count
+/// that does not make its label count, or first-layer values out of order, end the run, and
+/// the other client is refused with the reason (neither learns a result).
+#[test]
+fn fair_an_opening_that_does_not_fit_the_labels_fails_the_run() {
+    use blindjoin_psi::protocols::server_aided::wire::{FairOpen, MSG_FAIR_VALUES};
+    let (srv, store) = server(quick());
+    let (a, b) = sets_with_overlap(40, 50, 12, 63);
+    let one_more: Rewrite<'static> = Box::new(|msg, frame| {
+        if msg == MSG_FAIR_OPEN {
+            let mut open: FairOpen = decode(frame);
+            open.items += 1;
+            *frame = encode(&open);
+        }
+        Ok(())
+    });
+    let out = run_rewritten(
+        &srv,
+        FAIR,
+        "opening",
+        &[a.clone(), b.clone()],
+        &mal(3, 16),
+        vec![(Side::Client(1), one_more)],
+    );
+    // Party 2: 50 elements, 3·50 + 32 labels.
+    refused_as(
+        &out[0],
+        "party 2 left the run: malformed the client's opening from the peer: 51 elements do not \
+         make the 182 labels sent",
+    );
+    peer_left(&out[1], MSG_FAIR_VALUES, MSG_STATUS);
+    let out = run_two(
+        &srv,
+        FAIR,
+        "values",
+        &[a, b],
+        &mal(3, 16),
+        Some((
+            Side::Client(1),
+            Target::first(MSG_FAIR_VALUES),
+            Attack::Edit(|f| {
+                for k in 0..16 {
+                    f.swap(k, 16 + k);
+                }
+            }),
+        )),
+    );
+    refused_as(
+        &out[0],
+        "party 2 left the run: malformed the client's first-layer values from the peer: the \
+         values are not in strictly ascending order",
+    );
+    assert!(
+        matches!(&out[1], Err(Error::PeerClosed { during }) if *during == MSG_STATUS),
+        "{:?}",
+        out[1]
+    );
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
+
+/// The server's opening of its commitment is its 32-byte nonce: 31 bytes are refused; the
+/// other client gets its exact rows.
+#[test]
+fn fair_a_nonce_of_31_bytes_is_malformed() {
+    use blindjoin_psi::protocols::server_aided::wire::MSG_FAIR_NONCE;
+    let (srv, store) = server(quick());
+    let (a, b) = sets_with_overlap(40, 50, 12, 65);
+    let out = run_two(
+        &srv,
+        FAIR,
+        "nonce",
+        &[a.clone(), b.clone()],
+        &mal(3, 16),
+        Some((
+            Side::Server(0),
+            Target::first(MSG_FAIR_NONCE),
+            Attack::Truncate(31),
+        )),
+    );
+    malformed(&out[0], MSG_FAIR_NONCE, "not 32 bytes");
+    assert_eq!(out[1].as_ref().unwrap().indices, oracle(&b, &a));
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
+
+/// Party 2 tosses K2 with the server as party 2: a share naming party 1 is refused and the
+/// run fails; party 1, which joined before (party 2's share waits for its labels), is refused
+/// with the reason.
+#[test]
+fn size_the_server_takes_the_key_share_only_from_party_2() {
+    use blindjoin_psi::protocols::server_aided::wire::{MSG_SHARE, ShareMsg};
+    let (srv, _) = server(quick());
+    let (a, b) = sets_with_overlap(40, 50, 12, 67);
+    let (joined_tx, joined_rx) = std::sync::mpsc::channel::<()>();
+    let p1: Rewrite<'static> = Box::new(move |msg, _| {
+        if msg == MSG_LABELS {
+            let _ = joined_tx.send(());
+        }
+        Ok(())
+    });
+    let p2: Rewrite<'static> = Box::new(move |msg, frame| {
+        if msg == MSG_SHARE {
+            joined_rx.recv_timeout(Duration::from_secs(60)).unwrap();
+            let mut share: ShareMsg = decode(frame);
+            assert_eq!(share.party, 2);
+            share.party = 1;
+            *frame = encode(&share);
+        }
+        Ok(())
+    });
+    let out = run_rewritten(
+        &srv,
+        SIZE,
+        "toss",
+        &[a, b],
+        &mal(3, 16),
+        vec![(Side::Client(0), p1), (Side::Client(1), p2)],
+    );
+    refused_as(
+        &out[0],
+        "party 2 left the run: malformed the client's key share from the peer: party 1 tossing K2",
+    );
+    assert!(
+        matches!(&out[1], Err(Error::PeerClosed { during }) if *during == MSG_SERVER_SHARE),
+        "{:?}",
+        out[1]
+    );
+    assert_eq!(srv.runs(), 0);
+}
+
+/// Party 1 of `kmrs_size` refuses the server's "Opened" in place of "Relabelled", and T′1
+/// with two labels swapped; party 2, whose partner left, ends on the closed link.
+#[test]
+fn size_party_1_checks_the_servers_status_and_relabelled_labels() {
+    use blindjoin_psi::protocols::server_aided::wire::{MSG_SIZE_BITS, MSG_SIZE_LABELS};
+    let (srv, _) = server(quick());
+    let (a, b) = sets_with_overlap(40, 50, 12, 69);
+    let len = labels::label_len(&[3 * 40 + 32, 3 * 50 + 32], 41).unwrap();
+    assert_eq!(len, 8, "the edit below swaps 8-byte labels");
+    let out = run_rewritten(
+        &srv,
+        SIZE,
+        "relabelled",
+        &[a.clone(), b.clone()],
+        &mal(3, 16),
+        vec![(Side::Server(0), status_after_the_labels(Status::Opened))],
+    );
+    malformed(&out[0], MSG_STATUS, "Opened after the labels");
+    peer_left(&out[1], MSG_SIZE_LABELS, MSG_SIZE_BITS);
+    let out = run_two(
+        &srv,
+        SIZE,
+        "relabelled",
+        &[a, b],
+        &mal(3, 16),
+        Some((
+            Side::Server(0),
+            Target::first(MSG_RELABELLED),
+            Attack::Edit(|f| {
+                for k in 0..8 {
+                    f.swap(k, 8 + k);
+                }
+            }),
+        )),
+    );
+    malformed(
+        &out[0],
+        MSG_RELABELLED,
+        "the labels are not in strictly ascending order",
+    );
+    peer_left(&out[1], MSG_SIZE_LABELS, MSG_SIZE_BITS);
+    assert_eq!(srv.runs(), 0);
+}
+
+/// On the direct link of `kmrs_size`: party 1 refuses party 2's labels out of order; party 2
+/// refuses a bit vector with a bit past its 3·50 + 32 = 182 labels, which fails the run, and
+/// party 1 is refused with the reason.
+#[test]
+fn size_the_clients_check_each_others_messages_on_their_link() {
+    use blindjoin_psi::protocols::server_aided::wire::{MSG_SIZE_BITS, MSG_SIZE_LABELS};
+    let (srv, _) = server(quick());
+    let (a, b) = sets_with_overlap(40, 50, 12, 71);
+    let out = run_two(
+        &srv,
+        SIZE,
+        "link",
+        &[a.clone(), b.clone()],
+        &mal(3, 16),
+        Some((
+            Side::Link(1),
+            Target::first(MSG_SIZE_LABELS),
+            Attack::Edit(|f| {
+                for k in 0..8 {
+                    f.swap(k, 8 + k);
+                }
+            }),
+        )),
+    );
+    malformed(
+        &out[0],
+        MSG_SIZE_LABELS,
+        "the labels are not in strictly ascending order",
+    );
+    assert!(
+        matches!(&out[1], Err(Error::PeerClosed { during }) if *during == MSG_SIZE_BITS),
+        "{:?}",
+        out[1]
+    );
+    let out = run_two(
+        &srv,
+        SIZE,
+        "link",
+        &[a, b],
+        &mal(3, 16),
+        Some((
+            Side::Link(0),
+            Target::first(MSG_SIZE_BITS),
+            Attack::Edit(|f| {
+                assert_eq!(f.len(), 23);
+                f[22] |= 0x80;
+            }),
+        )),
+    );
+    malformed(&out[1], MSG_SIZE_BITS, "bits set past the last label");
+    refused_as(
+        &out[0],
+        "party 2 left the run: the peer closed the connection while we waited for party 2's \
+         verdict",
+    );
+    assert_eq!(srv.runs(), 0);
+}
+
+/// SHA-256 of `parts`, each preceded by its length (8 bytes, little-endian), as the clients
+/// and the server derive K and K2 (`kmrs_size`'s module doc, decision 4).
+fn kmrs_hash(parts: &[&[u8]]) -> [u8; 16] {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for part in parts {
+        h.update((part.len() as u64).to_le_bytes());
+        h.update(part);
+    }
+    let full: [u8; 32] = h.finalize().into();
+    full[..16].try_into().unwrap()
+}
+
+/// What a party 1 of `kmrs_size` that knows both keys sees of party 2's labels (T′2, sorted):
+/// each label with its tag (the element's row for a copy, a dummy set's tag otherwise).
+#[derive(Default)]
+struct SizeKeys {
+    k1_shares: Vec<[u8; 32]>,
+    server_share: Option<[u8; 32]>,
+    party2_share: Option<[u8; 32]>,
+}
+
+impl SizeKeys {
+    fn party2_labels(
+        &self,
+        run: &str,
+        items: &[blindjoin_core::item::Item],
+        len: usize,
+    ) -> Vec<(u128, u32)> {
+        use blindjoin_core::Block;
+        use blindjoin_core::aes::FixedKeyAes;
+        let mut k1_parts: Vec<&[u8]> = vec![b"blindjoin/kmrs/key", run.as_bytes()];
+        k1_parts.extend(self.k1_shares.iter().map(|s| &s[..]));
+        let k1 = kmrs_hash(&k1_parts);
+        let k2 = kmrs_hash(&[
+            b"blindjoin/kmrs/size-key2",
+            run.as_bytes(),
+            &self.server_share.unwrap(),
+            &self.party2_share.unwrap(),
+        ]);
+        let aes = FixedKeyAes::new(Block::from_bytes(k2));
+        let mut out: Vec<(u128, u32)> =
+            kmrs_mal::mal_labels(Block::from_bytes(k1), items, 3, 16, (2, 2), len)
+                .unwrap()
+                .into_iter()
+                .map(|(l, tag)| {
+                    let b = aes.permute_block(Block::from_bytes(l.to_be_bytes()));
+                    (labels::truncate(b, len), tag)
+                })
+                .collect();
+        out.sort_unstable();
+        out
+    }
+}
+
+/// Fig. 4 step 10 catches party 1 as well as the server: party 1 clears one bit of its bit
+/// vector over T′2 (a copy of a shared element, which it finds with both keys, as a party 1
+/// colluding with the server could), party 2's check finds the element's copies marked
+/// unequally and rejects the result, and the server refuses party 1 with party 2's reason.
+#[test]
+fn size_party_2_catches_a_party_1_that_alters_its_bit_vector() {
+    use blindjoin_psi::protocols::server_aided::wire::{
+        MSG_OPEN, MSG_SHARE, MSG_SIZE_BITS, MSG_SIZE_LABELS, OpenMsg, ShareMsg,
+    };
+    let (srv, _) = server(quick());
+    let (a, b) = sets_with_overlap(40, 50, 12, 73);
+    let len = labels::label_len(&[3 * 40 + 32, 3 * 50 + 32], 41).unwrap();
+    let items2 = items_from_records(&b);
+    let keys = Arc::new(Mutex::new(SizeKeys::default()));
+    let sent_t2 = Arc::new(Mutex::new(Vec::new()));
+    let (k, t2) = (keys.clone(), sent_t2.clone());
+    let items = items2.clone();
+    let party1: Rewrite<'static> = Box::new(move |msg, frame| {
+        match msg {
+            MSG_OPEN => k.lock().unwrap().k1_shares = decode::<OpenMsg>(frame).shares.clone(),
+            MSG_SIZE_BITS => {
+                let theirs = k.lock().unwrap().party2_labels("flip", &items, len);
+                // The replica of party 2's relabelling is T′2 exactly.
+                let sent: Vec<u128> = t2.lock().unwrap().clone();
+                assert_eq!(theirs.iter().map(|&(l, _)| l).collect::<Vec<_>>(), sent);
+                let bit = |k: usize| frame[k / 8] >> (k % 8) & 1 == 1;
+                let k = (0..theirs.len())
+                    .find(|&k| (theirs[k].1 as usize) < items.len() && bit(k))
+                    .unwrap();
+                frame[k / 8] ^= 1 << (k % 8);
+            }
+            _ => {}
+        }
+        Ok(())
+    });
+    let k = keys.clone();
+    let party2_server: Rewrite<'static> = Box::new(move |msg, frame| {
+        if msg == MSG_SHARE {
+            k.lock().unwrap().party2_share = Some(decode::<ShareMsg>(frame).share);
+        }
+        Ok(())
+    });
+    let k = keys.clone();
+    let server_to_party2: Rewrite<'static> = Box::new(move |msg, frame| {
+        if msg == MSG_SERVER_SHARE {
+            k.lock().unwrap().server_share = Some(decode(frame));
+        }
+        Ok(())
+    });
+    let t2 = sent_t2.clone();
+    let party2_link: Rewrite<'static> = Box::new(move |msg, frame| {
+        if msg == MSG_SIZE_LABELS {
+            t2.lock()
+                .unwrap()
+                .extend(frame.chunks_exact(len).map(labels::decode_label));
+        }
+        Ok(())
+    });
+    let out = run_rewritten(
+        &srv,
+        SIZE,
+        "flip",
+        &[a, b],
+        &mal(3, 16),
+        vec![
+            (Side::Link(0), party1),
+            (Side::Client(1), party2_server),
+            (Side::Server(1), server_to_party2),
+            (Side::Link(1), party2_link),
+        ],
+    );
+    let why = "2 of 3 copies of an element marked in the intersection";
+    match &out[1] {
+        Err(Error::ServerCheated(m)) => assert_eq!(m, why),
+        other => panic!("{other:?}"),
+    }
+    refused_as(
+        &out[0],
+        &format!("party 2 rejected the result: the server cheated: {why}"),
+    );
+    assert_eq!(srv.runs(), 0);
+}
+
+/// π3 with index 1 equal to index 0 is not a permutation: party 1 refuses it, naming the
+/// repeated index; party 2 judged a correct result and has its exact rows.
+#[test]
+fn size_a_permutation_that_repeats_an_index_is_malformed() {
+    let (srv, _) = server(quick());
+    let (a, b) = sets_with_overlap(40, 50, 12, 75);
+    let repeated = Arc::new(Mutex::new(None));
+    let seen = repeated.clone();
+    let out = run_rewritten(
+        &srv,
+        SIZE,
+        "perm",
+        &[a.clone(), b.clone()],
+        &mal(3, 16),
+        vec![(
+            Side::Server(0),
+            Box::new(move |msg, frame| {
+                if msg == MSG_PERMUTATION {
+                    let first: [u8; 4] = frame[..4].try_into().unwrap();
+                    frame[4..8].copy_from_slice(&first);
+                    *seen.lock().unwrap() = Some(u32::from_le_bytes(first));
+                }
+                Ok(())
+            }),
+        )],
+    );
+    let i = repeated.lock().unwrap().unwrap();
+    // Party 1's 3·40 + 32 labels.
+    malformed(
+        &out[0],
+        MSG_PERMUTATION,
+        &format!("not a permutation of 152 positions (index {i})"),
+    );
+    assert_eq!(out[1].as_ref().unwrap().indices, oracle(&b, &a));
+    assert_eq!(srv.runs(), 0);
+}
+
+/// A member accepts the other members' set sizes, which only party 1's handshakes checked,
+/// up to its own `max_peer_set_size`: party 3, accepting 105 keys, refuses party 2's 110 (a
+/// client may test as many guesses as it announces). Parties 1 and 2 then hang up rather than
+/// wait for it at the server.
+#[test]
+fn a_member_bounds_the_other_members_set_sizes() {
+    let (srv, store) = server(quick());
+    let sets = three_sets();
+    let strict = RunOptions {
+        max_peer_set_size: 105,
+        ..mal(3, 16)
+    };
+    let out = run_rewritten_with(
+        &srv,
+        MAL,
+        "sizes",
+        &sets,
+        &[mal(3, 16), mal(3, 16), strict],
+        vec![
+            (Side::Client(0), hang_up_before_the_server()),
+            (Side::Client(1), hang_up_before_the_server()),
+        ],
+    );
+    match &out[2] {
+        Err(Error::InvalidParam { field, reason }) => {
+            assert_eq!(*field, "peer set size");
+            assert_eq!(
+                reason,
+                "party 2 announced 110 distinct keys, more than the 105 we accept (a client may \
+                 test as many guessed keys as it announces; raise --max-peer-size only for a \
+                 partner whose set size you know)"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    for o in &out[..2] {
+        assert!(
+            matches!(o, Err(Error::SendFailed { sending }) if *sending == MSG_SUBMIT),
+            "{o:?}"
+        );
+    }
+    assert_eq!(srv.runs(), 0);
+    assert!(store.is_empty());
+}
+
+/// A member checks the certificates party 1 announces for the submit hello against its own
+/// links: on authenticated links, its own certificate at its index and party 1's at index 1,
+/// for every party; on plain links, none or one per party. Party 1, whose opening is edited
+/// here, finds no server.
+#[test]
+fn a_member_checks_the_certificates_party_1_announces() {
+    use blindjoin_psi::protocols::server_aided::wire::{MSG_OPEN, OpenMsg};
+    let (a_id, b_id) = ([0xaa; 32], [0xbb; 32]);
+    let sets = three_test_sets();
+    type Edit = fn(&mut OpenMsg);
+    let cases: [(bool, Edit, &str); 3] = [
+        (
+            true,
+            |o| o.identities.reverse(),
+            "the client certificates do not match the parties' links",
+        ),
+        (
+            true,
+            |o| o.identities.truncate(1),
+            "the client certificates do not match the parties' links",
+        ),
+        (
+            false,
+            |o| o.identities = vec![[0xcc; 32]],
+            "1 client certificates for 2 parties",
+        ),
+    ];
+    for (tls, edit, want) in cases {
+        let (l, m) = memory_pair(Duration::from_secs(10));
+        let open: Rewrite<'static> = Box::new(move |msg, frame| {
+            if msg == MSG_OPEN {
+                let mut o: OpenMsg = decode(frame);
+                edit(&mut o);
+                *frame = encode(&o);
+            }
+            Ok(())
+        });
+        let l = Rewritten {
+            inner: l,
+            rewrite: open,
+        };
+        let (leader, member) = std::thread::scope(|s| {
+            let (items1, items2) = (items_from_records(&sets[0]), items_from_records(&sets[1]));
+            let h = s.spawn(move || {
+                let mut l: Box<dyn Channel + Send> = if tls {
+                    Box::new(Identified { inner: l, id: b_id })
+                } else {
+                    Box::new(l)
+                };
+                let (mut to_server, server_end) = memory_pair(Duration::from_secs(10));
+                drop(server_end);
+                let mut links = AidedLinks::new(
+                    "ids".into(),
+                    (1, 2),
+                    Peers::Leader(vec![&mut *l]),
+                    &mut to_server,
+                );
+                if tls {
+                    links.identity = Some(a_id);
+                    links.slots = vec![(b_id, 2)];
+                }
+                MAL.client(&mut links, &items1, &mal(3, 16), &mut rng(1))
+            });
+            let mut m: Box<dyn Channel + Send> = if tls {
+                Box::new(Identified { inner: m, id: a_id })
+            } else {
+                Box::new(m)
+            };
+            let (mut to_server, server_end) = memory_pair(Duration::from_secs(10));
+            drop(server_end);
+            let mut links =
+                AidedLinks::new("ids".into(), (2, 2), Peers::Member(&mut *m), &mut to_server);
+            if tls {
+                links.identity = Some(b_id);
+            }
+            let member = MAL.client(&mut links, &items2, &mal(3, 16), &mut rng(2));
+            drop(links);
+            drop(m);
+            (h.join().unwrap(), member)
+        });
+        malformed(&member, MSG_OPEN, want);
+        assert!(
+            matches!(&leader, Err(Error::SendFailed { sending }) if *sending == MSG_SUBMIT),
+            "{leader:?}"
+        );
+    }
+}
+
+/// The server refuses a submit hello whose certificates are not one per party.
+#[test]
+fn the_server_refuses_certificates_that_are_not_one_per_party() {
+    let (srv, _) = server(quick());
+    let (_, st, h) = raw_submit(
+        &srv,
+        &Submit {
+            identities: vec![[0xaa; 32]],
+            ..submit("r", 1, 2)
+        },
+    );
+    h.join().unwrap();
+    assert_eq!(refusal(st), "1 client certificates for 2 parties");
+    assert_eq!(srv.runs(), 0);
 }
 
 fn three_test_sets() -> Vec<Records> {

@@ -24,7 +24,7 @@
 //! e(x) the low d bits of AES_key(x), d = λ + ⌈log2(n1·n2)⌉ − ⌊log2 m⌋):
 //!
 //! ```text
-//! R → S: SHA-256(sid, share_R, nonce)          S → R: share_R          R → S: share_R, nonce
+//! R → S: SHA-256(sid, share_R, nonce)          S → R: share_S          R → S: share_R, nonce
 //! base:  128 endemic OTs (S sends A, R the pairs) extended by KOS to 512 random OTs (R the KOS
 //!        sender); R is the OOS16 receiver, S holds the key
 //! R:     its items in random slots of their bins, empty slots 0
@@ -57,7 +57,9 @@ mod sender;
 use crate::BaseOt;
 use crate::protocol::{Message, Protocol, Reference, Security, Sizes, Traffic, two_party};
 use crate::protocols::common::PSI_ROLES;
-use crate::protocols::rr17_de::{DeParams, de_params, slot_queries};
+use crate::protocols::rr17_de::{
+    DeParams, ITEMS_PER_BIN, ITEMS_PER_BIN_LARGE, LARGE_SET, de_params, slot_queries,
+};
 use blindjoin_core::Result;
 use blindjoin_core::channel::{FRAME_HEADER_LEN, framed_bytes};
 use blindjoin_core::item::Item;
@@ -154,7 +156,9 @@ fn params(base_ot: BaseOt) -> Vec<(String, String)> {
         ),
         (
             "bins".into(),
-            "ceil(max(n1,n2)/4), slots max_bin_size(lambda)".into(),
+            format!(
+                "ceil(max(n1,n2)/{ITEMS_PER_BIN}) ({ITEMS_PER_BIN_LARGE} above {LARGE_SET}), slots max_bin_size(lambda)"
+            ),
         ),
         (
             "items".into(),

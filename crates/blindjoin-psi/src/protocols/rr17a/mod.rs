@@ -422,6 +422,8 @@ pub(crate) fn take<const N: usize>(frame: &[u8], at: usize, what: &'static str) 
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {
     use super::*;
+    use blindjoin_core::channel::memory::MemoryChannel;
+    use blindjoin_core::channel::{Channel, FrameReceiver, FrameSender};
 
     #[test]
     fn a_receiver_with_too_many_ones_is_caught() {
@@ -452,6 +454,93 @@ mod tests {
         );
         s.unwrap();
         assert_eq!(r.unwrap().indices, (0..200).collect::<Vec<_>>());
+    }
+
+    /// The receiver's end of the channel with π's entry 0 replaced by the first opened OT,
+    /// which it computes from the cut-and-choose seed in the sender's challenge, as a receiver
+    /// that maps a filter bit onto an OT whose choice it revealed would.
+    struct NamesAnOpenedOt<'a> {
+        inner: &'a mut MemoryChannel,
+        params: CncBloomParams,
+        first_opened: Option<u32>,
+        /// The OT π(0) named, once replaced.
+        named: Option<u32>,
+    }
+
+    impl FrameSender for NamesAnOpenedOt<'_> {
+        fn send(&mut self, msg: &'static str, frame: &[u8]) -> Result<()> {
+            let mut frame = frame.to_vec();
+            if msg == MSG_PERMUTATION
+                && self.named.is_none()
+                && let Some(j) = self.first_opened
+            {
+                frame[..4].copy_from_slice(&j.to_le_bytes());
+                self.named = Some(j);
+            }
+            self.inner.send(msg, &frame)
+        }
+
+        fn close(&mut self) {
+            self.inner.close();
+        }
+    }
+
+    impl FrameReceiver for NamesAnOpenedOt<'_> {
+        fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
+            let frame = self.inner.recv(what, max_len)?;
+            if what == MSG_CHALLENGE {
+                let seed = Block::from_bytes(take::<16>(&frame, 0, what)?);
+                self.first_opened = opened(seed, self.params.ots, self.params.open_per_mille)
+                    .first()
+                    .copied();
+            }
+            Ok(frame)
+        }
+    }
+
+    impl Channel for NamesAnOpenedOt<'_> {
+        fn split(
+            &mut self,
+        ) -> (Box<dyn FrameReceiver + '_>, Box<dyn FrameSender + '_>) {
+            self.inner.split()
+        }
+    }
+
+    #[test]
+    fn a_map_naming_an_opened_ot_is_refused() {
+        // π(0) = the first opened OT. No entry named it before, but the sender seeded its
+        // bitmap of used OTs with the opened ones, so entry 0 is refused.
+        use blindjoin_core::item::Item;
+        use blindjoin_testkit::{rng, run_two_party};
+        let opts = crate::RunOptions {
+            base_ot: BaseOt::Ideal,
+            ..crate::RunOptions::default()
+        };
+        let items: Vec<Item> = (0..200u32).map(|i| Item([i as u8; 16])).collect();
+        let (named, s) = run_two_party(
+            |ch| {
+                let mut ch = NamesAnOpenedOt {
+                    inner: ch,
+                    params: run_params(128, 40, 200).unwrap(),
+                    first_opened: None,
+                    named: None,
+                };
+                assert!(receiver::receive_with(&mut ch, &items, &opts, &mut rng(1), 1).is_err());
+                ch.named
+            },
+            |ch| sender::send(ch, &items, &opts, &mut rng(2)),
+        );
+        let j = named.expect("the receiver sent π");
+        match s.unwrap_err() {
+            Error::Malformed { message, reason } => {
+                assert_eq!(message, MSG_PERMUTATION);
+                assert_eq!(
+                    reason,
+                    format!("entry 0 names OT {j}, which is opened or named before")
+                );
+            }
+            e => panic!("{e}"),
+        }
     }
 
     #[test]
