@@ -849,6 +849,15 @@ impl Server {
             match verdict {
                 Verdict::Approve => {
                     let mut inner = lock(&run.inner);
+                    // Party 2 judges party 1's bit vector, which needs party 1's labels: an
+                    // approval before they are in judges nothing, and would fix the outcome of
+                    // a run whose party 1 may never join (nothing would then forget it).
+                    if inner.stored[0].is_none() {
+                        drop(inner);
+                        let why = "party 2 approved the result before party 1's labels were in";
+                        self.fail(run, why.to_owned());
+                        return Err(Error::malformed(MSG_VERDICT, why));
+                    }
                     inner.released = inner.failed.is_none();
                     run.changed.notify_all();
                     Ok(())
