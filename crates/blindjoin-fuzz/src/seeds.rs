@@ -4,11 +4,12 @@
 //! test regenerates them and checks that each still ends as its name says (`ok-…` or `err-…`).
 
 use crate::aided::{AidedCase, CLIENT_CASES, SERVER_CASES, decode_submit, recording};
-use crate::frames::join;
+use crate::frames::{self, join};
 use crate::peer::{OURS_SEED, PEER_SEED, peer_handshake};
 use crate::targets::{
-    BaseOtMode, OtExtCase, OtExtMode, ProtocolCase, hello_ours, hello_peer, run_base_ot,
-    run_base_ot_peer, run_ot_ext, run_ot_ext_peer, run_party,
+    BASE_OT_MODES, BaseOtMode, ENDEMIC_TARGETS, OtExtCase, OtExtMode, ProtocolBase, ProtocolCase,
+    base_ot_byte, hello_ours, hello_peer, run_base_ot, run_base_ot_peer, run_ot_ext,
+    run_ot_ext_peer, run_party,
 };
 use blindjoin_core::Result;
 use blindjoin_core::channel::memory::{MemoryChannel, memory_pair};
@@ -49,10 +50,12 @@ impl Seed {
     }
 }
 
-/// A channel that keeps a copy of every frame it receives, through [`Channel::split`] too.
+/// A channel that keeps a copy of every frame it receives, and the name of the message the
+/// party expected, through [`Channel::split`] too.
 pub(crate) struct Recorder<C> {
     pub(crate) inner: C,
     pub(crate) received: Vec<Vec<u8>>,
+    pub(crate) names: Vec<&'static str>,
 }
 
 impl<C> Recorder<C> {
@@ -61,6 +64,7 @@ impl<C> Recorder<C> {
         Recorder {
             inner,
             received: Vec::new(),
+            names: Vec::new(),
         }
     }
 }
@@ -79,6 +83,7 @@ impl<C: Channel> FrameReceiver for Recorder<C> {
     fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
         let frame = FrameReceiver::recv(&mut self.inner, what, max_len)?;
         self.received.push(frame.clone());
+        self.names.push(what);
         Ok(frame)
     }
 }
@@ -87,12 +92,14 @@ impl<C: Channel> FrameReceiver for Recorder<C> {
 struct RecordingHalf<'a> {
     inner: Box<dyn FrameReceiver + 'a>,
     log: &'a mut Vec<Vec<u8>>,
+    names: &'a mut Vec<&'static str>,
 }
 
 impl FrameReceiver for RecordingHalf<'_> {
     fn recv(&mut self, what: &'static str, max_len: usize) -> Result<Vec<u8>> {
         let frame = self.inner.recv(what, max_len)?;
         self.log.push(frame.clone());
+        self.names.push(what);
         Ok(frame)
     }
 }
@@ -103,14 +110,37 @@ impl<C: Channel> Channel for Recorder<C> {
         let rx = RecordingHalf {
             inner: rx,
             log: &mut self.received,
+            names: &mut self.names,
         };
         (Box::new(rx), tx)
+    }
+
+    fn binding(&self) -> Option<[u8; 32]> {
+        self.inner.binding()
+    }
+
+    fn peer_identity(&self) -> Option<[u8; 32]> {
+        self.inner.peer_identity()
+    }
+
+    fn set_deadline(&mut self, deadline: Option<std::time::Instant>) {
+        self.inner.set_deadline(deadline);
     }
 }
 
 /// Runs `ours` against `peer` (two threads, an in-memory channel) and returns the result of
 /// `ours` and every frame it received.
 fn record<A, B>(ours: A, peer: B) -> (Result<()>, Vec<Vec<u8>>)
+where
+    A: FnOnce(&mut dyn Channel) -> Result<()> + Send,
+    B: FnOnce(&mut dyn Channel) -> Result<()> + Send,
+{
+    let (r, frames, _) = record_named(ours, peer);
+    (r, frames)
+}
+
+/// [`record`], also giving the name of the message each frame was received as.
+fn record_named<A, B>(ours: A, peer: B) -> (Result<()>, Vec<Vec<u8>>, Vec<&'static str>)
 where
     A: FnOnce(&mut dyn Channel) -> Result<()> + Send,
     B: FnOnce(&mut dyn Channel) -> Result<()> + Send,
@@ -122,16 +152,14 @@ where
             drop(b);
             r
         });
-        let mut rec = Recorder {
-            inner: a,
-            received: Vec::new(),
-        };
+        let mut rec = Recorder::new(a);
         let r = ours(&mut rec);
         let frames = std::mem::take(&mut rec.received);
+        let names = std::mem::take(&mut rec.names);
         drop(rec);
         // The peer's own result does not matter: what it sent is recorded.
         let _ = h.join();
-        (r, frames)
+        (r, frames, names)
     })
 }
 
@@ -139,62 +167,87 @@ fn outcome_name(r: &Result<()>, name: &str) -> String {
     format!("{}-{name}", if r.is_ok() { "ok" } else { "err" })
 }
 
-/// Recorded runs of `p`: the party under test in both roles, at several sizes.
-fn protocol_seeds(p: &'static Protocol) -> Vec<Seed> {
-    // Indices into `targets::SIZES`: (3, 5), (5, 3), (0, 2), (21, 8), (1, 1).
-    let sizes = [(3u8, 4u8), (4, 3), (0, 2), (7, 5), (1, 1)];
+/// The size pairs of a protocol target's recorded seeds, as indices into `targets::SIZES`:
+/// (3, 5), (5, 3), (0, 2), (21, 8), (1, 1).
+const PROTOCOL_SIZES: [(u8, u8); 5] = [(3, 4), (4, 3), (0, 2), (7, 5), (1, 1)];
+
+/// The size pairs of the endemic-OT targets' recorded seeds: their runs differ from the other
+/// targets' only in the base OTs, which do not depend on the sizes.
+const ENDEMIC_SIZES: [(u8, u8); 2] = [(3, 4), (0, 2)];
+
+/// A recorded run of `p` over `base` in `case` (the peer's items overlap ours): the party's
+/// result, and the frames after the handshake (the seed's after its selector byte) with the
+/// names of the messages they were received as.
+fn recorded_protocol(
+    p: &'static Protocol,
+    base: ProtocolBase,
+    case: ProtocolCase,
+    offset: usize,
+) -> (Result<()>, Vec<Vec<u8>>, Vec<&'static str>) {
+    let (r, frames, names) = record_named(
+        |ch| run_party(p, base, case, ch, OURS_SEED, 0),
+        |ch| run_party(p, base, case.flipped(), ch, PEER_SEED, offset),
+    );
+    // The target queues the handshake itself: the seed is what follows it.
+    (
+        r,
+        frames.get(2..).unwrap_or_default().to_vec(),
+        names.get(2..).unwrap_or_default().to_vec(),
+    )
+}
+
+/// Recorded runs of `p` over `base` for `target`: the party under test in both roles, at the
+/// size pairs `sizes`.
+fn protocol_seeds(
+    target: &'static str,
+    p: &'static Protocol,
+    base: ProtocolBase,
+    sizes: &[(u8, u8)],
+) -> Vec<Seed> {
     let mut out = Vec::new();
     for we_receive in [true, false] {
-        for (ours, peer) in sizes {
+        for &(ours, peer) in sizes {
             let case = ProtocolCase {
                 we_receive,
                 ours,
                 peer,
             };
-            let offset = usize::from(ours);
-            let (r, frames) = record(
-                |ch| run_party(p, case, ch, OURS_SEED, 0),
-                |ch| run_party(p, case.flipped(), ch, PEER_SEED, offset),
-            );
+            let (r, frames, _) = recorded_protocol(p, base, case, usize::from(ours));
             let mut data = vec![case.to_byte()];
-            // The target queues the handshake itself: the seed is what follows it.
-            data.extend(join(frames.get(2..).unwrap_or_default()));
+            data.extend(join(&frames));
             let role = if we_receive { "receiver" } else { "sender" };
-            // A frame longer than the input format holds (`rr17a`'s KOS columns for a few
-            // items) reaches the target cut: the seed tests the refusal of a short message.
-            let cut = frames
-                .iter()
-                .skip(2)
-                .any(|f| f.len() > usize::from(u16::MAX));
+            // A frame longer than the input format holds reaches the target cut: the seed then
+            // tests the refusal of a short message (no recorded run has one).
+            let cut = frames.iter().any(|f| f.len() > frames::MAX_LEN);
             let name = if cut {
                 format!("err-{role}-{ours}-{peer}-frame-cut")
             } else {
                 outcome_name(&r, &format!("{role}-{ours}-{peer}"))
             };
-            out.push(Seed {
-                target: p.name,
-                name,
-                data,
-            });
+            out.push(Seed { target, name, data });
         }
     }
-    // A run whose peer announced other sizes than the party expects: frames of the wrong size.
+    out
+}
+
+/// The seeds of a protocol target over the ideal base OT: [`protocol_seeds`] at
+/// [`PROTOCOL_SIZES`], and a run whose peer announced other sizes than the party expects
+/// (frames of the wrong size).
+fn fuzz_protocol_seeds(p: &'static Protocol) -> Vec<Seed> {
+    let mut out = protocol_seeds(p.name, p, ProtocolBase::Fuzz, &PROTOCOL_SIZES);
     let case = ProtocolCase {
         we_receive: true,
         ours: 3,
         peer: 4,
     };
-    let (_, frames) = record(
-        |ch| run_party(p, case, ch, OURS_SEED, 0),
-        |ch| run_party(p, case.flipped(), ch, PEER_SEED, 1),
-    );
+    let (_, frames, _) = recorded_protocol(p, ProtocolBase::Fuzz, case, 1);
     let other = ProtocolCase {
         we_receive: true,
         ours: 4,
         peer: 3,
     };
     let mut data = vec![other.to_byte()];
-    data.extend(join(frames.get(2..).unwrap_or_default()));
+    data.extend(join(&frames));
     out.push(Seed {
         target: p.name,
         name: "any-receiver-sizes-swapped".to_owned(),
@@ -203,22 +256,76 @@ fn protocol_seeds(p: &'static Protocol) -> Vec<Seed> {
     out
 }
 
+/// An edit of a frame.
+type Edit = dyn Fn(&mut Vec<u8>);
+
+/// The seeds of an endemic-OT target: [`protocol_seeds`] at [`ENDEMIC_SIZES`] over the real
+/// base OT, and edits of the endemic-OT frame the party receives (the sender's point A, or
+/// the receiver's pairs) that it refuses.
+fn endemic_protocol_seeds(target: &'static str, p: &'static Protocol) -> Vec<Seed> {
+    use blindjoin_ot::base::endemic::{MSG_ENDEMIC_RECEIVER_PAIRS, MSG_ENDEMIC_SENDER_POINT};
+    let mut out = protocol_seeds(target, p, ProtocolBase::Real, &ENDEMIC_SIZES);
+    for we_receive in [true, false] {
+        let case = ProtocolCase {
+            we_receive,
+            ours: 3,
+            peer: 4,
+        };
+        let (_, frames, names) = recorded_protocol(p, ProtocolBase::Real, case, 3);
+        let role = if we_receive { "receiver" } else { "sender" };
+        let Some(k) = names
+            .iter()
+            .position(|&n| n == MSG_ENDEMIC_SENDER_POINT || n == MSG_ENDEMIC_RECEIVER_PAIRS)
+        else {
+            continue;
+        };
+        let what = if names[k] == MSG_ENDEMIC_SENDER_POINT {
+            "a"
+        } else {
+            "pairs"
+        };
+        let mut edits: Vec<(&str, &Edit)> = vec![
+            // The first point is no canonical encoding (its top bit set).
+            ("not-a-point", &|f| {
+                if let Some(b) = f.get_mut(31) {
+                    *b |= 0x80;
+                }
+            }),
+            ("cut", &|f| {
+                f.pop();
+            }),
+        ];
+        if what == "a" {
+            // The identity point (the pairs may hold it: a receiver's key is its own).
+            edits.push(("identity", &|f| f.iter_mut().for_each(|b| *b = 0)));
+            edits.push(("long", &|f| f.push(0)));
+        }
+        for (edit_name, edit) in edits {
+            let mut frames = frames.clone();
+            if let Some(f) = frames.get_mut(k) {
+                edit(f);
+            }
+            let mut data = vec![case.to_byte()];
+            data.extend(join(&frames));
+            out.push(Seed {
+                target,
+                name: format!("err-{role}-endemic-{what}-{edit_name}"),
+                data,
+            });
+        }
+    }
+    out
+}
+
 fn base_ot_seeds() -> Vec<Seed> {
     let mut out = Vec::new();
-    for (i, mode) in [
-        BaseOtMode::CoSender,
-        BaseOtMode::CoReceiver,
-        BaseOtMode::IdealReceiver,
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    for mode in BASE_OT_MODES {
         for n in [0usize, 1, 4] {
             let (r, frames) = record(
                 |ch| run_base_ot(mode, n, ch, OURS_SEED),
                 |ch| run_base_ot_peer(mode, n, ch, PEER_SEED),
             );
-            let mut data = vec![(i + 3 * n) as u8];
+            let mut data = vec![base_ot_byte(mode, n)];
             data.extend(join(&frames));
             out.push(Seed {
                 target: "base_ot",
@@ -226,6 +333,100 @@ fn base_ot_seeds() -> Vec<Seed> {
                 data,
             });
         }
+    }
+    // The refusals of the endemic OT's decoders: the sender's point A (receiver of 4 OTs) and
+    // the receiver's pairs (sender of 4 OTs).
+    let recorded = |mode: BaseOtMode| {
+        record(
+            |ch| run_base_ot(mode, 4, ch, OURS_SEED),
+            |ch| run_base_ot_peer(mode, 4, ch, PEER_SEED),
+        )
+        .1
+    };
+    let a = recorded(BaseOtMode::EndemicReceiver)
+        .first()
+        .cloned()
+        .unwrap_or_default();
+    let pairs = recorded(BaseOtMode::EndemicSender)
+        .first()
+        .cloned()
+        .unwrap_or_default();
+    let not_a_point = vec![0xffu8; 32];
+    let mut bad_second = pairs.clone();
+    if let Some(b) = bad_second.get_mut(64 + 63) {
+        // The second pair's r_11 with its top bit set, which no canonical encoding has.
+        *b |= 0x80;
+    }
+    let mut one_more = pairs.clone();
+    one_more.extend_from_slice(&pairs[..64.min(pairs.len())]);
+    let cases: Vec<(&str, BaseOtMode, Vec<Vec<u8>>)> = vec![
+        (
+            "err-endemic-a-short",
+            BaseOtMode::EndemicReceiver,
+            vec![a[..31.min(a.len())].to_vec()],
+        ),
+        (
+            "err-endemic-a-long",
+            BaseOtMode::EndemicReceiver,
+            vec![[&a[..], &[0u8][..]].concat()],
+        ),
+        (
+            "err-endemic-a-not-a-point",
+            BaseOtMode::EndemicReceiver,
+            vec![not_a_point.clone()],
+        ),
+        (
+            "err-endemic-a-identity",
+            BaseOtMode::EndemicReceiver,
+            vec![vec![0; 32]],
+        ),
+        (
+            "err-endemic-a-silent",
+            BaseOtMode::EndemicReceiver,
+            Vec::new(),
+        ),
+        (
+            "err-endemic-pair-not-a-point",
+            BaseOtMode::EndemicSender,
+            vec![bad_second],
+        ),
+        (
+            "err-endemic-pairs-first-not-a-point",
+            BaseOtMode::EndemicSender,
+            vec![[&not_a_point[..], pairs.get(32..).unwrap_or_default()].concat()],
+        ),
+        (
+            "err-endemic-pairs-one-more",
+            BaseOtMode::EndemicSender,
+            vec![one_more],
+        ),
+        (
+            "err-endemic-pairs-partial",
+            BaseOtMode::EndemicSender,
+            vec![pairs[..pairs.len().saturating_sub(1)].to_vec()],
+        ),
+        (
+            "err-endemic-pairs-split-point",
+            BaseOtMode::EndemicSender,
+            vec![
+                pairs[..40.min(pairs.len())].to_vec(),
+                pairs[40.min(pairs.len())..].to_vec(),
+            ],
+        ),
+        (
+            "err-endemic-pairs-silent",
+            BaseOtMode::EndemicSender,
+            Vec::new(),
+        ),
+    ];
+    for (name, mode, frames) in cases {
+        let mut data = vec![base_ot_byte(mode, 4)];
+        data.extend(join(&frames));
+        out.push(Seed {
+            target: "base_ot",
+            name: name.to_owned(),
+            data,
+        });
     }
     out
 }
@@ -243,6 +444,11 @@ fn ot_ext_seeds() -> Vec<Seed> {
         (Kk13Sender, 8, [9, 0]),
         (KkrtSender, 1, [5, 3]),
         (KkrtSender, 4, [3, 1]),
+        (OosSender, 0, [5, 3]),
+        (OosReceiver, 0, [5, 3]),
+        (OosSenderReverse, 0, [5, 3]),
+        (OosSenderReverse, 0, [200, 0]),
+        (OosReceiverReverse, 0, [7, 1]),
     ];
     let mut out = Vec::new();
     for (mode, param, batches) in cases {
@@ -264,7 +470,113 @@ fn ot_ext_seeds() -> Vec<Seed> {
             data,
         });
     }
+    out.extend(oos_refusals());
     out
+}
+
+/// Edits of recorded OOS16 runs on given base OTs that the party under test refuses: the
+/// sender's u columns and proof, the receiver's challenge seed.
+fn oos_refusals() -> Vec<Seed> {
+    let sender = OtExtCase {
+        mode: OtExtMode::OosSenderReverse,
+        param: 0,
+        batches: [5, 3],
+    };
+    let receiver = OtExtCase {
+        mode: OtExtMode::OosReceiverReverse,
+        ..sender
+    };
+    let recorded = |case: OtExtCase| {
+        record(
+            |ch| run_ot_ext(case, ch, OURS_SEED),
+            |ch| run_ot_ext_peer(case, ch, PEER_SEED),
+        )
+        .1
+    };
+    // The sender receives u columns, proof, u columns, proof; the receiver two challenges.
+    let s = recorded(sender);
+    let r = recorded(receiver);
+    let edit = |frames: &[Vec<u8>], k: usize, f: &dyn Fn(&mut Vec<u8>)| {
+        let mut frames = frames.to_vec();
+        if let Some(frame) = frames.get_mut(k) {
+            f(frame);
+        }
+        frames
+    };
+    let cases: Vec<(&str, OtExtCase, Vec<Vec<u8>>)> = vec![
+        (
+            "err-oos-u-short",
+            sender,
+            edit(&s, 0, &|f| {
+                f.pop();
+            }),
+        ),
+        (
+            "err-oos-u-long",
+            sender,
+            edit(&s, 0, &|f| f.extend_from_slice(&[0; 16])),
+        ),
+        // Row 0 of column 1, a column the sender's s selects (s_j = j % 3 == 1).
+        (
+            "err-oos-u-flipped",
+            sender,
+            edit(&s, 0, &|f| {
+                let k = f.len() / 512;
+                f[k] ^= 1;
+            }),
+        ),
+        (
+            "err-oos-proof-flipped",
+            sender,
+            edit(&s, 1, &|f| f[3] ^= 0x10),
+        ),
+        (
+            "err-oos-proof-w-high-bits",
+            sender,
+            edit(&s, 1, &|f| {
+                let last = f.len() - 1;
+                f[last] ^= 0x80;
+            }),
+        ),
+        (
+            "err-oos-proof-short",
+            sender,
+            edit(&s, 1, &|f| {
+                f.pop();
+            }),
+        ),
+        (
+            "err-oos-second-proof-flipped",
+            sender,
+            edit(&s, 3, &|f| f[0] ^= 1),
+        ),
+        ("err-oos-no-proof", sender, s[..1].to_vec()),
+        (
+            "err-oos-challenge-short",
+            receiver,
+            edit(&r, 0, &|f| {
+                f.pop();
+            }),
+        ),
+        (
+            "err-oos-challenge-long",
+            receiver,
+            edit(&r, 0, &|f| f.push(0)),
+        ),
+        ("err-oos-no-challenge", receiver, Vec::new()),
+    ];
+    cases
+        .into_iter()
+        .map(|(name, case, frames)| {
+            let mut data = case.to_bytes().to_vec();
+            data.extend(join(&frames));
+            Seed {
+                target: "ot_ext",
+                name: name.to_owned(),
+                data,
+            }
+        })
+        .collect()
 }
 
 fn hello_seeds() -> Vec<Seed> {
@@ -436,7 +748,10 @@ pub fn generate() -> Vec<Seed> {
     let mut out = hello_seeds();
     out.extend(verdict_seeds());
     for p in ALL.iter().filter(|p| crate::target(p.name).is_some()) {
-        out.extend(protocol_seeds(p));
+        out.extend(fuzz_protocol_seeds(p));
+    }
+    for (target, p) in ENDEMIC_TARGETS {
+        out.extend(endemic_protocol_seeds(target, p));
     }
     out.extend(base_ot_seeds());
     out.extend(ot_ext_seeds());
