@@ -29,7 +29,7 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(hello verdict link finish kkrt16 cm20 cm20_mal psz14 gbf rgbf rr17a rr17_de rr17_ec dkt10 circuit_gmw circuit_gmw_scalar circuit_yao ecdh dh_ffc ecdh_nist rsa_blind naive
     cm20_mal_endemic rr17a_endemic rr17_de_endemic rr17_ec_endemic
-    base_ot ot_ext csv lines aided_server aided_client aided_key)
+    base_ot ot_ext csv lines aided_server aided_client aided_key bucketed rundir)
 fi
 
 status=0
