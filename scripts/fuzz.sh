@@ -3,7 +3,8 @@
 #
 #   bash scripts/fuzz.sh [TARGET ...]         every target if none is named
 #
-# FUZZ_EXECS inputs per target (default 1000000), FUZZ_TIMEOUT_MS per input (default 2000).
+# FUZZ_EXECS inputs per target (default 1000000), FUZZ_TIMEOUT_MS per input (default 2000);
+# FUZZ_SECONDS, if set, also ends each target after that many seconds (a slow target's bound).
 # Needs cargo-afl (`cargo install cargo-afl`, which builds AFL++ on first use; a C compiler and
 # make). Builds the harness with `cargo afl build --release` into $CARGO_TARGET_DIR/afl (default
 # target/afl), writes AFL's output under that directory's out/, and prints one line per target:
@@ -13,6 +14,10 @@ cd "$(dirname "$0")/.."
 
 execs=${FUZZ_EXECS:-1000000}
 timeout_ms=${FUZZ_TIMEOUT_MS:-2000}
+limit=()
+if [ -n "${FUZZ_SECONDS:-}" ]; then
+  limit=(-V "$FUZZ_SECONDS")
+fi
 dir=${CARGO_TARGET_DIR:-target}/afl
 mkdir -p "$dir/out"
 dir=$(cd "$dir" && pwd)
@@ -23,7 +28,8 @@ bin=$dir/release/blindjoin-fuzz-afl
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(hello verdict link finish kkrt16 cm20 cm20_mal psz14 gbf rgbf rr17a rr17_de rr17_ec dkt10 circuit_gmw circuit_gmw_scalar circuit_yao ecdh dh_ffc ecdh_nist rsa_blind naive
-    base_ot ot_ext csv lines aided_server aided_client aided_key)
+    cm20_mal_endemic rr17a_endemic rr17_de_endemic rr17_ec_endemic
+    base_ot ot_ext csv lines aided_server aided_client aided_key bucketed rundir)
 fi
 
 status=0
@@ -33,7 +39,7 @@ for t in "${targets[@]}"; do
   # No CPU binding (the machine is shared), no core_pattern or frequency checks (not root-only
   # settings we may change), no UI.
   AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_UI=1 AFL_NO_AFFINITY=1 \
-    cargo afl fuzz -i "crates/blindjoin-fuzz/corpus/$t" -o "$out" -E "$execs" \
+    cargo afl fuzz -i "crates/blindjoin-fuzz/corpus/$t" -o "$out" -E "$execs" "${limit[@]}" \
     -t "$timeout_ms" -- "$bin" "$t" >"$out.log" 2>&1 || true
   stats=$out/default/fuzzer_stats
   if [ ! -f "$stats" ]; then

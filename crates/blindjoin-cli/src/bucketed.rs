@@ -349,7 +349,7 @@ fn buckets_param(b: Buckets) -> String {
 
 /// For `--buckets auto`: sends our proposal of B and receives the peer's (the receiver's
 /// first); the run takes the larger.
-fn agree_buckets<C: Channel + ?Sized>(ch: &mut C, receiver: bool, mine: u32) -> CliResult<u32> {
+pub fn agree_buckets<C: Channel + ?Sized>(ch: &mut C, receiver: bool, mine: u32) -> CliResult<u32> {
     let peer: u32 = if receiver {
         send_msg(ch, MSG_RECEIVER_BUCKETS, &mine)?;
         recv_msg(ch, MSG_SENDER_BUCKETS, 16)?
@@ -379,7 +379,17 @@ pub fn start<C: Channel + ?Sized>(
     party: &Party<'_>,
     extra: &[(String, String)],
 ) -> CliResult<(Session, Partition)> {
-    let session = handshake(ch, &run_config(party, extra), &mut rand::rng())?;
+    start_with(ch, party, extra, &mut rand::rng())
+}
+
+/// [`start`] with the handshake's nonce drawn from `rng` (the fuzz targets' seeded one).
+pub fn start_with<C: Channel + ?Sized>(
+    ch: &mut C,
+    party: &Party<'_>,
+    extra: &[(String, String)],
+    rng: &mut impl rand::CryptoRng,
+) -> CliResult<(Session, Partition)> {
+    let session = handshake(ch, &run_config(party, extra), rng)?;
     let key = session
         .block("blindjoin/bucketed run/partition key")
         .to_bytes();
@@ -399,14 +409,26 @@ pub fn open_lane(
     run_id: &str,
     w: usize,
 ) -> CliResult<Transcript<Metered<Link>>> {
-    let mut lane = Transcript::new(Metered::new(link));
+    open_lane_on(link, role, run_id, w, &mut rand::rng())
+}
+
+/// [`open_lane`] on any channel, with the handshake's nonce drawn from `rng` (the fuzz
+/// targets' lanes are in-memory channels with a seeded RNG).
+pub fn open_lane_on<C: Channel>(
+    ch: C,
+    role: Role,
+    run_id: &str,
+    w: usize,
+    rng: &mut impl rand::CryptoRng,
+) -> CliResult<Transcript<Metered<C>>> {
+    let mut lane = Transcript::new(Metered::new(ch));
     let mut cfg = SessionConfig::new("bucketed lane", role, 0);
     cfg.params = vec![
         ("run".into(), run_id.to_owned()),
         ("lane".into(), w.to_string()),
     ];
     cfg.expected_peer_set_size = Some(0);
-    handshake(&mut lane, &cfg, &mut rand::rng())?;
+    handshake(&mut lane, &cfg, rng)?;
     Ok(lane)
 }
 
@@ -626,11 +648,12 @@ pub fn bucket_list(buckets: &[usize]) -> String {
 }
 
 /// What a resumed run does with the buckets of the run it resumes.
-struct Resumed {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resumed {
     /// Both parties recorded the bucket: its result is kept.
-    kept: Vec<bool>,
+    pub kept: Vec<bool>,
     /// The sender recorded it and the receiver did not: served again (`--allow-rerun`).
-    rerun: Vec<usize>,
+    pub rerun: Vec<usize>,
 }
 
 /// Exchanges which buckets each party of a resumed run has recorded (the receiver's first;
@@ -638,7 +661,7 @@ struct Resumed {
 /// sender's record is authoritative ([`crate::rundir`]): a bucket it recorded and the receiver
 /// did not is served again only if the sender allows it (`allow_rerun`, the sender's); else
 /// both parties end here, with errors naming the buckets.
-fn agree_finished<C: Channel + ?Sized>(
+pub fn agree_finished<C: Channel + ?Sized>(
     ch: &mut C,
     receiver: bool,
     mine: &[bool],
@@ -702,7 +725,7 @@ fn agree_finished<C: Channel + ?Sized>(
 
 /// The end of a lane other than the run's first connection: the transcript confirmation of
 /// [`blindjoin_core::finish`] (the receiver's verdict included).
-pub fn end_lane(ch: &mut Transcript<Metered<Link>>, receiver: bool) -> CliResult<()> {
+pub fn end_lane<C: Channel>(ch: &mut Transcript<Metered<C>>, receiver: bool) -> CliResult<()> {
     if receiver {
         finish::receiver_confirm(ch, None)?;
         finish::receiver_final(ch, None)?;

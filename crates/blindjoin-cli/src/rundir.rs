@@ -214,8 +214,10 @@ fn digest(name: &str, content: &[u8]) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// `content` followed by its trailer (see the [module doc](self)).
-fn seal(name: &str, mut content: Vec<u8>) -> Vec<u8> {
+/// `content` followed by its trailer (see the [module doc](self)): the record `name` as the
+/// run writes it (`spill.json`, `run.json`, or for a bucket's record the run id, `/` and the
+/// file's name). Public for the fuzz target, which writes run directories of its input.
+pub fn seal(name: &str, mut content: Vec<u8>) -> Vec<u8> {
     let d = digest(name, &content);
     content.extend_from_slice(b"sha256:");
     content.extend_from_slice(hex(&d).as_bytes());

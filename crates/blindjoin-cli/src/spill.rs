@@ -272,7 +272,9 @@ impl SpillSplit {
     /// The split a finished spill left in `dir` (a resumable run's), with each bucket's
     /// distinct count and its file's digest as the spill recorded them.
     pub fn reopen(dir: PathBuf, counts: Vec<u64>, digests: Vec<[u8; 32]>) -> SpillSplit {
-        let distinct = counts.iter().sum();
+        // The counts come from a file: their sum saturates rather than wraps (a resume then
+        // compares it with the run manifest's count, which no saturated sum matches).
+        let distinct = counts.iter().fold(0u64, |sum, &c| sum.saturating_add(c));
         SpillSplit {
             dir: Dir::Kept(dir),
             counts,
@@ -323,9 +325,12 @@ impl Split for SpillSplit {
             )));
         }
         let records = bytemuck_records(&mut bytes);
-        let mut items = Vec::with_capacity(self.counts[p] as usize);
+        // At most one item per record, whatever count a kept spill's manifest gives.
+        let distinct =
+            usize::try_from(self.counts[p]).map_or(records.len(), |c| c.min(records.len()));
+        let mut items = Vec::with_capacity(distinct);
         let mut values = Vec::with_capacity(records.len());
-        let mut ends = Vec::with_capacity(self.counts[p] as usize);
+        let mut ends = Vec::with_capacity(distinct);
         for (k, r) in records.iter().enumerate() {
             let mut item = [0u8; ITEM_LEN];
             item.copy_from_slice(&r[..ITEM_LEN]);
@@ -401,5 +406,31 @@ mod tests {
             seen += b.items.len();
         }
         assert_eq!(seen, 100);
+    }
+
+    #[test]
+    fn a_kept_spill_whose_manifest_claims_more_items_than_its_file_holds_loads_the_file() {
+        // The manifest's counts are read from a resumable run's directory; a count above what
+        // the bucket's file holds (or counts whose sum overflows) must not become a huge
+        // allocation or an overflow.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("spill");
+        create_private_dir(&dir).unwrap();
+        let mut file = Vec::new();
+        for (item, row) in [(1u8, 7u64), (1, 9), (2, 3)] {
+            file.extend_from_slice(&[item; ITEM_LEN]);
+            file.extend_from_slice(&row.to_be_bytes());
+        }
+        for p in 0..2 {
+            std::fs::write(bucket_path(&dir, p), &file).unwrap();
+        }
+        let digest = file_digest(&file);
+        let split = SpillSplit::reopen(dir, vec![1 << 60, u64::MAX], vec![digest, digest]);
+        assert_eq!(split.distinct(), u64::MAX);
+        for p in 0..2 {
+            let b = split.load(p).unwrap();
+            assert_eq!(b.items, [Item([1; ITEM_LEN]), Item([2; ITEM_LEN])]);
+            assert_eq!((b.values, b.ends), (vec![7, 9, 3], vec![2, 3]));
+        }
     }
 }

@@ -145,12 +145,25 @@ impl Report {
 /// a finding, and the caller (a test, the fuzz example) reports it.
 pub fn run(target: &Target, corpus: &[Vec<u8>], mutants: u64, seed: u64) -> Report {
     let mut report = Report::default();
-    let mut m = Mutator::new(seed);
     for input in corpus {
         let start = Instant::now();
         let outcome = (target.run)(input);
         report.add(input, &outcome, start.elapsed());
     }
+    run_mutants(target, corpus, mutants, seed, &mut report);
+    report
+}
+
+/// [`run`] without the corpus inputs themselves: only the `mutants` mutants of them, added to
+/// `report` (for a caller that ran the corpus already).
+pub fn run_mutants(
+    target: &Target,
+    corpus: &[Vec<u8>],
+    mutants: u64,
+    seed: u64,
+    report: &mut Report,
+) {
+    let mut m = Mutator::new(seed);
     let others: Vec<&[u8]> = corpus.iter().map(Vec::as_slice).collect();
     for k in 0..mutants {
         let base = corpus
@@ -161,7 +174,6 @@ pub fn run(target: &Target, corpus: &[Vec<u8>], mutants: u64, seed: u64) -> Repo
         let outcome = (target.run)(&input);
         report.add(&input, &outcome, start.elapsed());
     }
-    report
 }
 
 #[cfg(test)]

@@ -8,11 +8,13 @@ use blindjoin_cli::normalize::{Normalize, Normalizer};
 use blindjoin_core::Block;
 use blindjoin_core::handshake::{Role, SessionConfig, handshake};
 use blindjoin_core::item::{Item, items_from_records};
+use blindjoin_ot::base::endemic::{EndemicReceiver, EndemicSender};
 use blindjoin_ot::base::{BaseOtReceiver, BaseOtSender, ChouOrlandiReceiver, ChouOrlandiSender};
 use blindjoin_ot::ext::iknp::{IknpReceiver, IknpSender};
 use blindjoin_ot::ext::kk13::Kk13Sender;
 use blindjoin_ot::ext::kkrt::KkrtSender;
-use blindjoin_ot::ext::kos::{KosReceiver, KosSender};
+use blindjoin_ot::ext::kos::{KosBase, KosReceiver, KosSender};
+use blindjoin_ot::ext::oos::{OosReceiver, OosSender};
 use blindjoin_psi::protocols::{
     circuit_gmw, circuit_gmw_scalar, circuit_yao, cm20, cm20_mal, dh_ffc, dkt10, ecdh, ecdh_nist,
     gbf, kkrt16, naive, psz14, rgbf, rr17_de, rr17_ec, rr17a, rsa_blind,
@@ -145,12 +147,36 @@ impl ProtocolCase {
 /// input tens of milliseconds, the 1024-bit ones of κ = 80 a few.
 const KAPPA_80: [&str; 2] = [dh_ffc::NAME, rsa_blind::NAME];
 
+/// The base OT under a protocol target's OT extensions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProtocolBase {
+    /// The ideal base OT (with the `ideal-base-ot` feature, else the protocol's real one), so
+    /// that an input reaches the messages after the base OTs without public-key work.
+    Fuzz,
+    /// The protocol's own base OT (`BaseOt::ChouOrlandi`: Chou-Orlandi for the semi-honest
+    /// protocols, Masny-Rindal endemic OT for the malicious-secure ones), so that the first
+    /// frames of an input are the base OT's.
+    Real,
+}
+
+/// The malicious-secure protocols whose targets also run over their real base OT (endemic
+/// OT): the target's name and the protocol.
+pub static ENDEMIC_TARGETS: [(&str, &Protocol); 4] = [
+    ("cm20_mal_endemic", &cm20_mal::PROTOCOL),
+    ("rr17a_endemic", &rr17a::PROTOCOL),
+    ("rr17_de_endemic", &rr17_de::PROTOCOL),
+    ("rr17_ec_endemic", &rr17_ec::PROTOCOL),
+];
+
 /// The options of both parties in `p`'s target: κ = 80 for [`KAPPA_80`], the default κ = 128
-/// otherwise.
-pub(crate) fn run_options(p: &Protocol) -> RunOptions {
+/// otherwise, over the base OT `base`.
+pub(crate) fn run_options(p: &Protocol, base: ProtocolBase) -> RunOptions {
     let defaults = RunOptions::default();
     RunOptions {
-        base_ot: base::PSI,
+        base_ot: match base {
+            ProtocolBase::Fuzz => base::PSI,
+            ProtocolBase::Real => blindjoin_psi::BaseOt::ChouOrlandi,
+        },
         kappa: if KAPPA_80.contains(&p.name) {
             80
         } else {
@@ -167,8 +193,12 @@ pub(crate) fn items(n: usize, offset: usize) -> Vec<Item> {
 }
 
 /// The handshake configurations of the party under test and of the peer in `case`.
-pub(crate) fn protocol_configs(p: &Protocol, case: ProtocolCase) -> (SessionConfig, SessionConfig) {
-    let opts = run_options(p);
+pub(crate) fn protocol_configs(
+    p: &Protocol,
+    base: ProtocolBase,
+    case: ProtocolCase,
+) -> (SessionConfig, SessionConfig) {
+    let opts = run_options(p, base);
     let (ours, peer) = case.sizes();
     let (our_role, peer_role) = if case.we_receive {
         (Role::Receiver, Role::Sender)
@@ -184,12 +214,13 @@ pub(crate) fn protocol_configs(p: &Protocol, case: ProtocolCase) -> (SessionConf
 /// Runs the party under test of `case` on `ch`, with its [`items`] from `offset` on.
 pub(crate) fn run_party(
     p: &Protocol,
+    base: ProtocolBase,
     case: ProtocolCase,
     ch: &mut dyn blindjoin_core::channel::Channel,
     seed: u64,
     offset: usize,
 ) -> blindjoin_core::Result<()> {
-    let opts = run_options(p);
+    let opts = run_options(p, base);
     let items = items(case.sizes().0, offset);
     if case.we_receive {
         p.receive(ch, &items, &opts, &mut rng(seed)).map(|_| ())
@@ -198,15 +229,21 @@ pub(crate) fn run_party(
     }
 }
 
-fn fuzz_protocol(p: &Protocol, data: &[u8]) -> Outcome {
+fn fuzz_protocol_over(p: &Protocol, base: ProtocolBase, data: &[u8]) -> Outcome {
     let Some((&sel, rest)) = data.split_first() else {
         return Ok(());
     };
     let case = ProtocolCase::from_byte(sel);
-    let (ours, peer) = protocol_configs(p, case);
+    let (ours, peer) = protocol_configs(p, base, case);
     let hs = peer_handshake(&ours, &peer);
     let frames = hs.iter().map(Vec::as_slice).chain(split(rest));
-    outcome(against(frames, |ch| run_party(p, case, ch, OURS_SEED, 0)))
+    outcome(against(frames, |ch| {
+        run_party(p, base, case, ch, OURS_SEED, 0)
+    }))
+}
+
+fn fuzz_protocol(p: &Protocol, data: &[u8]) -> Outcome {
+    fuzz_protocol_over(p, ProtocolBase::Fuzz, data)
 }
 
 /// `kkrt16` in either role against a peer whose frames after the handshake are the input's.
@@ -244,6 +281,31 @@ pub fn fuzz_rr17_de(data: &[u8]) -> Outcome {
 /// encrypted openings, the model it claims.
 pub fn fuzz_rr17_ec(data: &[u8]) -> Outcome {
     fuzz_protocol(&rr17_ec::PROTOCOL, data)
+}
+
+/// `cm20_mal` over its real base OT (see [`fuzz_kkrt16`]): the receiver as the endemic-OT
+/// sender against a malicious receiver's pairs, the sender as the endemic-OT receiver against a
+/// malicious sender's point A, then the rest of the run as in [`fuzz_cm20_mal`].
+pub fn fuzz_cm20_mal_endemic(data: &[u8]) -> Outcome {
+    fuzz_protocol_over(&cm20_mal::PROTOCOL, ProtocolBase::Real, data)
+}
+
+/// `rr17a` over its real base OT (see [`fuzz_kkrt16`]): the 128 endemic OTs under KOS (the
+/// receiver as their sender), then the rest of the run as in [`fuzz_rr17a`].
+pub fn fuzz_rr17a_endemic(data: &[u8]) -> Outcome {
+    fuzz_protocol_over(&rr17a::PROTOCOL, ProtocolBase::Real, data)
+}
+
+/// `rr17_de` over its real base OT (see [`fuzz_kkrt16`]): the 128 endemic OTs that KOS
+/// extends to OOS16's 512, then the rest of the run as in [`fuzz_rr17_de`].
+pub fn fuzz_rr17_de_endemic(data: &[u8]) -> Outcome {
+    fuzz_protocol_over(&rr17_de::PROTOCOL, ProtocolBase::Real, data)
+}
+
+/// `rr17_ec` over its real base OT (see [`fuzz_kkrt16`]): the 128 endemic OTs that KOS
+/// extends to OOS16's 512, then the rest of the run as in [`fuzz_rr17_ec`].
+pub fn fuzz_rr17_ec_endemic(data: &[u8]) -> Outcome {
+    fuzz_protocol_over(&rr17_ec::PROTOCOL, ProtocolBase::Real, data)
 }
 
 /// `dkt10` in either role (see [`fuzz_kkrt16`]): against a malicious sender's key commitment,
@@ -322,16 +384,31 @@ pub enum BaseOtMode {
     /// The ideal base OT's receiver (reads the keys; with the `ideal-base-ot` feature, else the
     /// Chou-Orlandi receiver).
     IdealReceiver,
+    /// The Masny-Rindal endemic-OT sender (reads the receiver's pairs (r_i0, r_i1)).
+    EndemicSender,
+    /// The Masny-Rindal endemic-OT receiver (reads the sender's point A).
+    EndemicReceiver,
 }
 
-/// The base-OT target's configuration, from its first byte: mode `b % 3`, n = `(b / 3) % 5`.
+/// The base-OT target's modes, by selector byte modulo 5.
+pub const BASE_OT_MODES: [BaseOtMode; 5] = [
+    BaseOtMode::CoSender,
+    BaseOtMode::CoReceiver,
+    BaseOtMode::IdealReceiver,
+    BaseOtMode::EndemicSender,
+    BaseOtMode::EndemicReceiver,
+];
+
+/// The base-OT target's configuration, from its first byte: mode `b % 5`
+/// ([`BASE_OT_MODES`]), n = `(b / 5) % 5`.
 pub fn base_ot_case(b: u8) -> (BaseOtMode, usize) {
-    let mode = match b % 3 {
-        0 => BaseOtMode::CoSender,
-        1 => BaseOtMode::CoReceiver,
-        _ => BaseOtMode::IdealReceiver,
-    };
-    (mode, usize::from(b / 3) % 5)
+    (BASE_OT_MODES[usize::from(b % 5)], usize::from(b / 5) % 5)
+}
+
+/// The selector byte of `mode` with `n` (below 5) OTs.
+pub fn base_ot_byte(mode: BaseOtMode, n: usize) -> u8 {
+    let m = BASE_OT_MODES.iter().position(|&x| x == mode).unwrap_or(0);
+    (m + 5 * (n % 5)) as u8
 }
 
 /// The choice bits of a base-OT or OT-extension receiver of `n` OTs.
@@ -357,6 +434,12 @@ pub(crate) fn run_base_ot(
         BaseOtMode::IdealReceiver => base::Receiver::default()
             .receive_random(ch, &OT_SID, &choices(n), &mut r)
             .map(|_| ()),
+        BaseOtMode::EndemicSender => EndemicSender::default()
+            .send_random(ch, &OT_SID, n, &mut r)
+            .map(|_| ()),
+        BaseOtMode::EndemicReceiver => EndemicReceiver::default()
+            .receive_random(ch, &OT_SID, &choices(n), &mut r)
+            .map(|_| ()),
     }
 }
 
@@ -378,10 +461,17 @@ pub(crate) fn run_base_ot_peer(
         BaseOtMode::IdealReceiver => base::Sender::default()
             .send_random(ch, &OT_SID, n, &mut r)
             .map(|_| ()),
+        BaseOtMode::EndemicSender => EndemicReceiver::default()
+            .receive_random(ch, &OT_SID, &choices(n), &mut r)
+            .map(|_| ()),
+        BaseOtMode::EndemicReceiver => EndemicSender::default()
+            .send_random(ch, &OT_SID, n, &mut r)
+            .map(|_| ()),
     }
 }
 
-/// Chou-Orlandi (and the ideal base OT's receiver) against frames from the input.
+/// Chou-Orlandi, Masny-Rindal endemic OT (both in either role) and the ideal base OT's
+/// receiver against frames from the input (after a selector byte, [`base_ot_case`]).
 pub fn fuzz_base_ot(data: &[u8]) -> Outcome {
     let Some((&sel, rest)) = data.split_first() else {
         return Ok(());
@@ -413,11 +503,40 @@ pub enum OtExtMode {
     Kk13Sender,
     /// KKRT sender (reads the u columns), code width from the parameter.
     KkrtSender,
+    /// OOS16 sender on 512 base OTs that KOS extends from 128 base OTs (`KosBase`), as
+    /// `rr17_de` runs its forward direction (reads the KOS messages of a KOS receiver, the u
+    /// columns and the proof).
+    OosSender,
+    /// OOS16 receiver on KOS-extended base OTs, as `rr17_de`'s forward direction (reads the
+    /// KOS sender's messages and the challenge seed).
+    OosReceiver,
+    /// OOS16 sender on base OTs given by the caller (`from_base`), as `rr17_de` runs its
+    /// reverse direction on the forward direction's keys (reads the u columns and the proof).
+    OosSenderReverse,
+    /// OOS16 receiver on base OTs given by the caller, as `rr17_de`'s reverse direction
+    /// (reads the challenge seed).
+    OosReceiverReverse,
 }
 
+/// The OT-extension target's modes, by first selector byte modulo 11.
+pub const OT_EXT_MODES: [OtExtMode; 11] = [
+    OtExtMode::IknpSender,
+    OtExtMode::IknpCorrelated,
+    OtExtMode::IknpChosen,
+    OtExtMode::KosSender,
+    OtExtMode::KosReceiver,
+    OtExtMode::Kk13Sender,
+    OtExtMode::KkrtSender,
+    OtExtMode::OosSender,
+    OtExtMode::OosReceiver,
+    OtExtMode::OosSenderReverse,
+    OtExtMode::OosReceiverReverse,
+];
+
 /// The OT-extension target's configuration, from its first three bytes: the mode is
-/// `b0 % 7` and its parameter `b0 / 7` (KK13: η = parameter % 12, KKRT: width = parameter %
-/// 10, both including values the extensions refuse); two batches of `b1` and `b2 % 64` OTs.
+/// `b0 % 11` ([`OT_EXT_MODES`]) and its parameter `b0 / 11` (KK13: η = parameter % 12, KKRT:
+/// width = parameter % 10, both including values the extensions refuse); two batches of `b1`
+/// and `b2 % 64` OTs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OtExtCase {
     /// The party under test.
@@ -431,35 +550,23 @@ pub struct OtExtCase {
 impl OtExtCase {
     /// The case the first three input bytes pick.
     pub fn from_bytes(b: [u8; 3]) -> Self {
-        let mode = match b[0] % 7 {
-            0 => OtExtMode::IknpSender,
-            1 => OtExtMode::IknpCorrelated,
-            2 => OtExtMode::IknpChosen,
-            3 => OtExtMode::KosSender,
-            4 => OtExtMode::KosReceiver,
-            5 => OtExtMode::Kk13Sender,
-            _ => OtExtMode::KkrtSender,
-        };
+        let n = OT_EXT_MODES.len() as u8;
         OtExtCase {
-            mode,
-            param: b[0] / 7,
+            mode: OT_EXT_MODES[usize::from(b[0] % n)],
+            param: b[0] / n,
             batches: [usize::from(b[1]), usize::from(b[2] % 64)],
         }
     }
 
-    /// The selector bytes of this case (`param` below 37).
+    /// The selector bytes of this case (`param` below 23).
     pub fn to_bytes(self) -> [u8; 3] {
-        let mode = match self.mode {
-            OtExtMode::IknpSender => 0,
-            OtExtMode::IknpCorrelated => 1,
-            OtExtMode::IknpChosen => 2,
-            OtExtMode::KosSender => 3,
-            OtExtMode::KosReceiver => 4,
-            OtExtMode::Kk13Sender => 5,
-            OtExtMode::KkrtSender => 6,
-        };
+        let n = OT_EXT_MODES.len() as u8;
+        let mode = OT_EXT_MODES
+            .iter()
+            .position(|&m| m == self.mode)
+            .unwrap_or(0) as u8;
         [
-            mode + 7 * self.param.min(36),
+            mode + n * self.param.min(22),
             self.batches[0].min(255) as u8,
             self.batches[1].min(63) as u8,
         ]
@@ -544,6 +651,80 @@ pub(crate) fn run_ot_ext(
                 s.recycle(out);
             }
         }
+        OtExtMode::OosSender => {
+            let base = &mut KosBase(base::Sender::default());
+            let s = OosSender::setup(base, ch, sid, &mut r)?.named(rr17_de::FORWARD);
+            oos_send(s, case.batches, ch)?;
+        }
+        OtExtMode::OosReceiver => {
+            let base = &mut KosBase(base::Receiver::default());
+            let rc = OosReceiver::setup(base, ch, sid, &mut r)?.named(rr17_de::FORWARD);
+            oos_receive(rc, case.batches, ch)?;
+        }
+        OtExtMode::OosSenderReverse => {
+            let (choices, keys) = oos_reverse_choices();
+            let s = OosSender::from_base(&choices, &keys, rr17_de::REVERSE, sid, &mut r)?;
+            oos_send(s, case.batches, ch)?;
+        }
+        OtExtMode::OosReceiverReverse => {
+            let pairs = oos_reverse_pairs();
+            let rc = OosReceiver::from_base(&pairs, rr17_de::REVERSE, sid, &mut r)?;
+            oos_receive(rc, case.batches, ch)?;
+        }
+    }
+    Ok(())
+}
+
+/// The 512 fixed base-OT key pairs of the OOS16 modes on given base OTs.
+fn oos_reverse_pairs() -> Vec<[[u8; 16]; 2]> {
+    (0..512u128)
+        .map(|j| {
+            let key = |b: u128| {
+                Block((2 * j + b).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5eed).to_bytes()
+            };
+            [key(0), key(1)]
+        })
+        .collect()
+}
+
+/// The OOS16 sender's side of [`oos_reverse_pairs`]: its choices s and the keys it chose.
+fn oos_reverse_choices() -> (Vec<bool>, Vec<[u8; 16]>) {
+    let s = choices(512);
+    let keys = oos_reverse_pairs()
+        .into_iter()
+        .zip(&s)
+        .map(|(pair, &c)| pair[usize::from(c)])
+        .collect();
+    (s, keys)
+}
+
+/// OOS16 inputs (at most 76 bits).
+fn oos_inputs(n: usize) -> Vec<Block> {
+    (0..n as u128).map(|i| Block(i * 0x9e37 + 5)).collect()
+}
+
+/// An OOS16 sender's batches of `batches` instances.
+fn oos_send(
+    mut s: OosSender,
+    batches: [usize; 2],
+    ch: &mut dyn blindjoin_core::channel::Channel,
+) -> blindjoin_core::Result<()> {
+    for m in batches {
+        let out = s.send(ch, m)?;
+        s.recycle(out);
+    }
+    Ok(())
+}
+
+/// An OOS16 receiver's batches of `batches` instances, every output wanted.
+fn oos_receive(
+    mut rc: OosReceiver,
+    batches: [usize; 2],
+    ch: &mut dyn blindjoin_core::channel::Channel,
+) -> blindjoin_core::Result<()> {
+    for m in batches {
+        let wanted: Vec<usize> = (0..m).collect();
+        rc.receive(ch, &oos_inputs(m), &wanted, &mut vec![Block::ZERO; m])?;
     }
     Ok(())
 }
@@ -603,12 +784,32 @@ pub(crate) fn run_ot_ext_peer(
                 rc.receive(ch, &kkrt_inputs(m), &mut vec![Block::ZERO; m])?;
             }
         }
+        OtExtMode::OosSender => {
+            let base = &mut KosBase(base::Receiver::default());
+            let rc = OosReceiver::setup(base, ch, sid, &mut r)?.named(rr17_de::FORWARD);
+            oos_receive(rc, case.batches, ch)?;
+        }
+        OtExtMode::OosReceiver => {
+            let base = &mut KosBase(base::Sender::default());
+            let s = OosSender::setup(base, ch, sid, &mut r)?.named(rr17_de::FORWARD);
+            oos_send(s, case.batches, ch)?;
+        }
+        OtExtMode::OosSenderReverse => {
+            let pairs = oos_reverse_pairs();
+            let rc = OosReceiver::from_base(&pairs, rr17_de::REVERSE, sid, &mut r)?;
+            oos_receive(rc, case.batches, ch)?;
+        }
+        OtExtMode::OosReceiverReverse => {
+            let (choices, keys) = oos_reverse_choices();
+            let s = OosSender::from_base(&choices, &keys, rr17_de::REVERSE, sid, &mut r)?;
+            oos_send(s, case.batches, ch)?;
+        }
     }
     Ok(())
 }
 
-/// IKNP, KOS, KK13 and KKRT in the roles that read the peer's messages, against frames from the
-/// input (after three selector bytes, [`OtExtCase`]).
+/// IKNP, KOS, KK13, KKRT and OOS16 in the roles that read the peer's messages, against frames
+/// from the input (after three selector bytes, [`OtExtCase`]).
 pub fn fuzz_ot_ext(data: &[u8]) -> Outcome {
     let Some((sel, rest)) = data.split_first_chunk::<3>() else {
         return Ok(());

@@ -1631,6 +1631,42 @@ fn size_the_server_refuses_labels_from_party_2() {
     assert_eq!(srv.runs(), 0);
 }
 
+/// Party 2 of `kmrs_size` that approves a result before party 1's labels are in (party 1
+/// never joins): the server refuses the approval and forgets the run, rather than fix the
+/// run's outcome and keep it, with no connection left to end it, for the server's life.
+#[test]
+fn size_an_approval_before_party_1s_labels_is_refused_and_the_run_forgotten() {
+    use blindjoin_core::channel::{FrameReceiver, recv_msg};
+    use blindjoin_psi::protocols::server_aided::wire::{
+        MSG_SERVER_SHARE, MSG_SHARE, MSG_STATUS, MSG_VERDICT, ShareMsg, Verdict,
+    };
+    let (srv, _) = server(quick());
+    let hello = Submit {
+        protocol: kmrs_size::NAME.into(),
+        count: 0,
+        params: vec![
+            ("copies".into(), "3".into()),
+            ("dummies".into(), "4".into()),
+        ],
+        ..sized("early", 2, &[10, 10])
+    };
+    let (mut c, st, h) = raw_submit(&srv, &hello);
+    assert_eq!(st, Status::Accepted);
+    assert!(matches!(recv_status(&mut c).unwrap(), Status::Committed(_)));
+    let share = ShareMsg {
+        party: 2,
+        share: [7; 32],
+    };
+    send_msg(&mut c, MSG_SHARE, &share).unwrap();
+    let _: [u8; 32] = recv_msg(&mut c, MSG_SERVER_SHARE, 64).unwrap();
+    send_msg(&mut c, MSG_VERDICT, &Verdict::Approve).unwrap();
+    FrameSender::close(&mut c);
+    h.join().unwrap();
+    // Whatever the server answered, the run is gone once the connection is.
+    while FrameReceiver::recv(&mut c, MSG_STATUS, 1024).is_ok() {}
+    assert_eq!(srv.runs(), 0, "the run of a party 2 alone is kept");
+}
+
 // The external-sort client of `kmrs_semi`.
 
 /// Party 1 sorts its labels on disk (`external::run_semi_external`, many small buckets),

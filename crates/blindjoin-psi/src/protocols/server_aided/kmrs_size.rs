@@ -75,7 +75,7 @@ use blindjoin_core::aes::FixedKeyAes;
 use blindjoin_core::channel::{BulkReader, Channel, framed_bytes, recv_msg, send_msg};
 use blindjoin_core::item::Item;
 use blindjoin_core::{Block, Error, Result};
-use rand::{CryptoRng, RngCore};
+use rand::CryptoRng;
 use rayon::prelude::*;
 use std::time::Instant;
 use zeroize::Zeroizing;
@@ -281,11 +281,13 @@ fn relabel_own(
     Ok(labels)
 }
 
-/// The server's side of the coin toss for K2 (step 4) on party 2's connection: commit to r_S,
-/// take r_2, open r_S.
-pub(crate) fn server_toss(ch: &mut dyn Channel, run: &str) -> Result<Zeroizing<[u8; 16]>> {
-    let mut mine = Zeroizing::new([0u8; 32]);
-    rand::rng().fill_bytes(&mut *mine);
+/// The server's side of the coin toss for K2 (step 4) on party 2's connection: commit to its
+/// share r_S (`mine`, uniform), take r_2, open r_S.
+pub(crate) fn server_toss(
+    ch: &mut dyn Channel,
+    run: &str,
+    mine: Zeroizing<[u8; 32]>,
+) -> Result<Zeroizing<[u8; 16]>> {
     send_status(ch, &Status::Committed(commit(&mine)))?;
     let share: ShareMsg = recv_msg(ch, MSG_SHARE, 64)?;
     if share.party != 2 {

@@ -327,6 +327,9 @@ pub struct Server {
     budget: Arc<Budget>,
     /// Connections being served, per client ([`client_key`]).
     clients: Mutex<HashMap<String, usize>>,
+    /// The seed of the server's random values ([`Server::seeded`]).
+    #[cfg(feature = "seeded-server")]
+    seed: Option<[u8; 32]>,
 }
 
 /// A client's connection counted against its limit; uncounted when dropped.
@@ -403,7 +406,40 @@ impl Server {
             runs: Mutex::new(HashMap::new()),
             serial: AtomicU64::new(0),
             clients: Mutex::new(HashMap::new()),
+            #[cfg(feature = "seeded-server")]
+            seed: None,
         }
+    }
+
+    /// The same server with its random values (`kmrs_fair`'s commitment nonces, `kmrs_size`'s
+    /// key share) derived from `seed`, the run id and the party instead of drawn from the
+    /// operating system, so that a recorded run repeats exactly whatever the order of its
+    /// connections. **Insecure** (the values are predictable): compiled only with the
+    /// `seeded-server` feature, which only the fuzz targets' recorded runs enable.
+    #[cfg(feature = "seeded-server")]
+    pub fn seeded(mut self, seed: [u8; 32]) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// 32 uniform bytes for `what` of party `party` in run `run`: from the operating system,
+    /// or derived from the seed of a [`Server::seeded`] server.
+    fn random(&self, what: &str, run: &str, party: u32) -> Zeroizing<[u8; 32]> {
+        let mut out = Zeroizing::new([0u8; 32]);
+        #[cfg(feature = "seeded-server")]
+        if let Some(seed) = &self.seed {
+            *out = super::client::hash(&[
+                b"blindjoin/kmrs/seeded-server",
+                seed,
+                what.as_bytes(),
+                run.as_bytes(),
+                &party.to_le_bytes(),
+            ]);
+            return out;
+        }
+        let _ = (what, run, party);
+        rand::rng().fill_bytes(&mut *out);
+        out
     }
 
     /// Runs in progress.
@@ -799,8 +835,7 @@ impl Server {
         let bits = self.wait_results(ch, run)?;
         self.answer_time(ch);
         let mine = &bits[party as usize - 1];
-        let mut nonce = Zeroizing::new([0u8; 32]);
-        rand::rng().fill_bytes(&mut *nonce);
+        let nonce = self.random("fair nonce", &s.run, party);
         let commitment = kmrs_fair::commit_result(&s.run, party, &nonce, mine);
         send_status(ch, &Status::Committed(commitment))?;
         let values = kmrs_fair::receive_opening(ch, s)?;
@@ -839,7 +874,8 @@ impl Server {
     /// K2 (the server commits first), then its verdict.
     fn serve_size(&self, ch: &mut dyn Channel, run: &RunState, s: &Submit) -> Result<()> {
         if s.party == 2 {
-            let key2 = kmrs_size::server_toss(ch, &s.run)?;
+            let share = self.random("size share", &s.run, 2);
+            let key2 = kmrs_size::server_toss(ch, &s.run, share)?;
             {
                 let mut inner = lock(&run.inner);
                 inner.key2 = Some(key2);
@@ -849,6 +885,15 @@ impl Server {
             match verdict {
                 Verdict::Approve => {
                     let mut inner = lock(&run.inner);
+                    // Party 2 judges party 1's bit vector, which needs party 1's labels: an
+                    // approval before they are in judges nothing, and would fix the outcome of
+                    // a run whose party 1 may never join (nothing would then forget it).
+                    if inner.stored[0].is_none() {
+                        drop(inner);
+                        let why = "party 2 approved the result before party 1's labels were in";
+                        self.fail(run, why.to_owned());
+                        return Err(Error::malformed(MSG_VERDICT, why));
+                    }
                     inner.released = inner.failed.is_none();
                     run.changed.notify_all();
                     Ok(())
