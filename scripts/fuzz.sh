@@ -9,6 +9,10 @@
 # make). Builds the harness with `cargo afl build --release` into $CARGO_TARGET_DIR/afl (default
 # target/afl), writes AFL's output under that directory's out/, and prints one line per target:
 # inputs run, time, crashes, hangs. Exits non-zero if any target crashed or hung.
+#
+# `spark_registry` (the Spark driver's lane registry, crates/blindjoin-py/fuzz/registry.py) is
+# Python: atheris (libFuzzer) runs it in the virtual environment that scripts/test.sh builds
+# (BLINDJOIN_PY_VENV, default target/py-venv), installing atheris there if it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,19 +25,53 @@ fi
 dir=${CARGO_TARGET_DIR:-target}/afl
 mkdir -p "$dir/out"
 dir=$(cd "$dir" && pwd)
-CARGO_TARGET_DIR=$dir cargo afl build --release --quiet \
-  --manifest-path crates/blindjoin-fuzz/afl/Cargo.toml
 bin=$dir/release/blindjoin-fuzz-afl
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(hello verdict link finish kkrt16 cm20 cm20_mal psz14 gbf rgbf rr17a rr17_de rr17_ec dkt10 circuit_gmw circuit_gmw_scalar circuit_yao ecdh dh_ffc ecdh_nist rsa_blind naive
+  targets=(spark_registry hello verdict link finish kkrt16 cm20 cm20_mal psz14 gbf rgbf rr17a rr17_de rr17_ec dkt10 circuit_gmw circuit_gmw_scalar circuit_yao ecdh dh_ffc ecdh_nist rsa_blind naive
     cm20_mal_endemic rr17a_endemic rr17_de_endemic rr17_ec_endemic
     base_ot ot_ext csv lines aided_server aided_client aided_key bucketed rundir)
 fi
 
 status=0
+built=0
 for t in "${targets[@]}"; do
+  if [ "$t" = spark_registry ]; then
+    venv=${BLINDJOIN_PY_VENV:-target/py-venv}
+    if ! "$venv/bin/python" -c 'import blindjoin.spark' >/dev/null 2>&1; then
+      echo "spark_registry: no blindjoin in $venv; run bash scripts/test.sh once first"
+      status=1
+      continue
+    fi
+    "$venv/bin/python" -c 'import atheris' >/dev/null 2>&1 \
+      || "$venv/bin/python" -m pip install -q atheris==3.0.0
+    out=$dir/out/$t
+    rm -rf "$out"
+    mkdir -p "$out/queue" "$out/crashes"
+    "$venv/bin/python" crates/blindjoin-py/fuzz/registry.py --seeds "$out/queue"
+    secs=()
+    if [ -n "${FUZZ_SECONDS:-}" ]; then
+      secs=("-max_total_time=$FUZZ_SECONDS")
+    fi
+    start=$(date +%s)
+    if "$venv/bin/python" crates/blindjoin-py/fuzz/registry.py "$out/queue" -runs="$execs" \
+      -max_len=20000 -timeout=$(((timeout_ms + 999) / 1000)) -artifact_prefix="$out/crashes/" \
+      "${secs[@]}" >"$out.log" 2>&1; then
+      verdict="crashes 0"
+    else
+      verdict="a crash or timeout (see $out.log and $out/crashes)"
+      status=1
+    fi
+    runs=$(grep -o 'Done [0-9]* runs' "$out.log" | grep -o '[0-9]*' || echo "?")
+    echo "$t: $runs inputs in $(($(date +%s) - start)) s, corpus $(ls "$out/queue" | wc -l), $verdict"
+    continue
+  fi
+  if [ $built = 0 ]; then
+    CARGO_TARGET_DIR=$dir cargo afl build --release --quiet \
+      --manifest-path crates/blindjoin-fuzz/afl/Cargo.toml
+    built=1
+  fi
   out=$dir/out/$t
   rm -rf "$out"
   # No CPU binding (the machine is shared), no core_pattern or frequency checks (not root-only

@@ -1,7 +1,9 @@
 //! `blindjoin server`: the untrusted server of server-aided runs (KMRS14 §3.2). It accepts
 //! client connections (TLS and the link hello checked as for any peer), serves each on a thread
 //! of its own with [`Server::serve`], and keeps the labels in the chosen store. It runs until it
-//! is stopped.
+//! is stopped: on SIGINT or SIGTERM it deletes what its store keeps outside the process (a disk
+//! store's label files), prints one line and exits with 128 + the signal's number; the clients
+//! of its runs in progress see their connections close.
 
 use crate::cli::parse_count;
 use crate::error::{CliError, CliResult};
@@ -129,6 +131,29 @@ fn redis_store(_url: &str, _run_timeout: Duration) -> CliResult<Arc<dyn Store>> 
     ))
 }
 
+/// On the first SIGINT or SIGTERM: `store.stop()`, one line, and the process's exit with
+/// 128 + the signal's number (the accept loop and the client threads end with the process).
+fn stop_on_signal(store: Arc<dyn Store>) -> CliResult<()> {
+    crate::signals::install()?;
+    let flag = crate::signals::flag();
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            store.stop();
+            let sig = crate::signals::caught().unwrap_or(signal_hook::consts::signal::SIGTERM);
+            eprintln!(
+                "blindjoin: server stopped ({}); its runs in progress ended",
+                crate::signals::name(sig)
+            );
+            std::process::exit(i32::from(crate::signals::exit_code(sig)));
+        })
+        .map_err(|e| CliError::Usage(format!("cannot start the signal thread: {e}")))?;
+    Ok(())
+}
+
 /// Runs `blindjoin server` until the process is stopped.
 pub fn run(a: &ServerArgs) -> CliResult<()> {
     if a.max_connections == 0 || a.max_client_connections == 0 {
@@ -153,6 +178,7 @@ pub fn run(a: &ServerArgs) -> CliResult<()> {
     }
     .config(&a.listen, Limits::idle_only(a.idle_timeout))?;
     let store = open_store(&a.store, a.run_timeout)?;
+    stop_on_signal(store.clone())?;
     let server = Arc::new(Server::new(
         store,
         ServerConfig {

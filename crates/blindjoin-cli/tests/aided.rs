@@ -451,6 +451,89 @@ fn a_server_that_restarts_mid_run_fails_the_clients_cleanly_and_serves_the_next_
 }
 
 #[test]
+fn a_server_stopped_by_sigterm_deletes_its_label_files_and_says_so_in_one_line() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    write_csv(&a, &(0..200).collect::<Vec<_>>(), &[]);
+    write_csv(&b, &(100..300).collect::<Vec<_>>(), &[]);
+    let store = dir.path().join("store");
+    let server = Listening::server(&["-q", "--store", &format!("disk:{}", s(&store))]);
+    let runs = store.join("blindjoin-runs");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&runs), 0o700);
+    // Party 2's submit is held: party 1's labels are on the server's disk when it is stopped.
+    let relay = Relay::start(
+        server.addr.parse().unwrap(),
+        Some(FaultAt {
+            direction: Direction::ToListener,
+            frame: 1,
+            fault: Fault::Delay(Duration::from_secs(30)),
+        }),
+    )
+    .unwrap();
+    let relay_addr = relay.addr().to_string();
+    let (o1, o2) = (dir.path().join("o1.csv"), dir.path().join("o2.csv"));
+    let mut leader_args = client_args(&server.addr, "r", 1, 2, &a, &o1);
+    leader_args.extend(["--peers-listen".into(), "127.0.0.1:0".into()]);
+    let refs: Vec<&str> = leader_args.iter().map(String::as_str).collect();
+    let leader = Listening::start(&refs, "party 1: listening on ");
+    let mut member_args = client_args(&relay_addr, "r", 2, 2, &b, &o2);
+    member_args.extend(["--peer".into(), leader.addr.clone()]);
+    let member = bin()
+        .args(&member_args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let labels = || -> Vec<PathBuf> {
+        std::fs::read_dir(&runs)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".labels"))
+            .collect()
+    };
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while labels().is_empty() {
+        assert!(
+            std::time::Instant::now() < until,
+            "party 1's labels never reached the disk"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for f in labels() {
+        assert_eq!(mode(&f), 0o600, "{}", f.display());
+    }
+    let pid = libc::pid_t::try_from(server.child.id()).unwrap();
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let mut server = server;
+    let status = server.child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut server.err, &mut rest).unwrap();
+    assert_eq!(status.code(), Some(143), "{rest}");
+    assert_eq!(
+        rest.lines().last(),
+        Some("blindjoin: server stopped (SIGTERM); its runs in progress ended"),
+        "{rest}"
+    );
+    assert_eq!(labels(), Vec::<PathBuf>::new());
+    let (ok, err) = leader.finish();
+    assert!(!ok);
+    assert!(
+        err.lines()
+            .last()
+            .unwrap_or_default()
+            .starts_with("blindjoin: error: "),
+        "{err}"
+    );
+    drop(relay);
+    let out = member.wait_with_output().unwrap();
+    assert_one_line_error(&out, &[]);
+    assert!(!o1.exists() && !o2.exists());
+}
+
+#[test]
 fn usage_errors_end_with_one_line_before_connecting() {
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.csv");

@@ -672,8 +672,8 @@ fn a_timed_out_run_names_the_submissions_with_other_parameters() {
     assert_eq!(
         why,
         "1 of 2 parties sent their labels within the run timeout of 300 ms; 1 other \
-         submission(s) for run x carry other parameters (set sizes, client certificates or \
-         protocol parameters): check that every client runs with the same options"
+         submission(s) for run x differ in set sizes, certificates or parameters: give \
+         every client the same options"
     );
     h1.join().unwrap();
     c2.send(MSG_LABELS, &[[2u8; 8], [3; 8], [4; 8]].concat())
@@ -2367,8 +2367,8 @@ fn clients_with_different_keys_land_in_runs_of_their_own() {
     refused_as(
         &out[0],
         "1 of 2 parties sent their labels within the run timeout of 200 ms; 1 other \
-         submission(s) for run keys carry other parameters (set sizes, client certificates or \
-         protocol parameters): check that every client runs with the same options",
+         submission(s) for run keys differ in set sizes, certificates or parameters: give \
+         every client the same options",
     );
     refused_as(
         &out[1],

@@ -249,73 +249,68 @@ def _read_line(conn: socket.socket, limit: int, seconds: float) -> bytes | None:
             return None
 
 
-class _Registry:
-    """On the driver: lets each lane start once in a run (a retried barrier stage is refused),
-    passes the lanes' distinct counts to lane 0 and lane 0's plan to the others, and gathers
-    the lanes' statistics and errors. The tasks reach it over TCP at the driver's host
-    (``spark.driver.host``) with a random token; one short connection per message. Each
-    connection is served on a thread of its own (at most ``_HANDLERS`` at once), must send its
-    one line within ``_REQUEST_SECONDS`` and may not send more than ``_line_limit(B)`` bytes,
-    so a connection that stays silent or trickles holds only itself. Plain TCP: anyone who can
-    reach the port and learns the token (it travels in the clear) can talk to it; run the
-    driver where only the cluster reaches it."""
+# The plan lane 0 gives the registry (``SparkLane.agree``): these counts, each a non-negative
+# integer.
+_PLAN_KEYS = ("own_size", "peer_size", "own_max", "peer_max", "dummies")
 
-    def __init__(self, sc: Any, buckets: int, lanes: int) -> None:
-        conf = sc.getConf()
-        host = conf.get("spark.driver.host", None) or socket.gethostname()
-        bind = conf.get("spark.driver.bindAddress", None) or host
-        self.server = socket.create_server((bind, 0))
-        self.server.settimeout(0.2)
-        self.address = (host, self.server.getsockname()[1])
-        self.token = secrets.token_hex(16)
+# A lane's statistics at its end (``SparkLane.run``, the task's rows, output and phases): the
+# counts are non-negative integers, ``seconds`` and each phase a non-negative number.
+_STAT_COUNTS = ("distinct", "matched", "bytes_sent", "bytes_received", "rows", "out")
+
+
+def _count_value(v: Any) -> bool:
+    return type(v) is int and v >= 0
+
+
+def _seconds_value(v: Any) -> bool:
+    return type(v) in (int, float) and 0 <= v < float("inf")
+
+
+def _is_plan(plan: Any) -> bool:
+    return (
+        isinstance(plan, dict)
+        and set(plan) == set(_PLAN_KEYS)
+        and all(_count_value(plan[k]) for k in _PLAN_KEYS)
+    )
+
+
+def _is_stats(stats: Any) -> bool:
+    if not isinstance(stats, dict) or set(stats) != {*_STAT_COUNTS, "seconds", "phases"}:
+        return False
+    phases = stats["phases"]
+    return (
+        all(_count_value(stats[k]) for k in _STAT_COUNTS)
+        and _seconds_value(stats["seconds"])
+        and isinstance(phases, dict)
+        and len(phases) <= 16
+        and all(type(k) is str and _seconds_value(v) for k, v in phases.items())
+    )
+
+
+class _Lanes:
+    """The registry's state and its answer to each decoded request, apart from the connections
+    (``_Registry`` serves it; the fuzz target ``crates/blindjoin-py/fuzz/registry.py`` drives it
+    directly). A request that does not fit the run (token, lane, shape of its counts, plan or
+    statistics) is refused and changes nothing; a lane's error is kept once."""
+
+    def __init__(self, buckets: int, lanes: int, token: str) -> None:
+        self.token = token
         self.buckets = buckets
         self.lanes = lanes
-        self.limit = _line_limit(buckets)
         self.claimed: set[int] = set()
         self.counts: dict[int, list[list[int]]] = {}
         self.plan: dict[str, Any] | None = None
         self.done: dict[int, dict[str, Any]] = {}
         self.errors: list[tuple[int, str, str]] = []
-        self._lock = threading.Lock()
-        self._handlers = threading.BoundedSemaphore(_HANDLERS)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="blindjoin-lanes", daemon=True)
-        self._thread.start()
 
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            if not self._handlers.acquire(blocking=False):
-                conn.close()
-                continue
-            threading.Thread(
-                target=self._answer, args=(conn,), name="blindjoin-lane-msg", daemon=True
-            ).start()
-
-    def _answer(self, conn: socket.socket) -> None:
-        """Reads one request line from ``conn`` and answers it."""
+    def answer(self, line: bytes) -> bytes | None:
+        """The reply line to one request line, or ``None`` for a line that is not JSON (nested
+        past the decoder's depth included); never raises."""
         try:
-            with conn:
-                line = _read_line(conn, self.limit, _REQUEST_SECONDS)
-                if line is None:
-                    return
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    return
-                with self._lock:
-                    reply = self.handle(msg)
-                conn.settimeout(_REQUEST_SECONDS)
-                conn.sendall(json.dumps(reply).encode() + b"\n")
-        except (OSError, ValueError, TypeError):
-            pass
-        finally:
-            self._handlers.release()
+            msg = json.loads(line)
+        except (ValueError, RecursionError):
+            return None
+        return json.dumps(self.handle(msg)).encode() + b"\n"
 
     def handle(self, msg: Any) -> Any:
         """The reply to one decoded request (never raises)."""
@@ -351,7 +346,7 @@ class _Registry:
             return "ok"
         if kind == "plan":
             plan = msg.get("plan")
-            if lane != 0 or not isinstance(plan, dict):
+            if lane != 0 or not _is_plan(plan):
                 return "refused"
             self.plan = plan
             return "ok"
@@ -369,12 +364,16 @@ class _Registry:
             return counts
         if kind == "done":
             stats = msg.get("stats")
-            if not isinstance(stats, dict):
+            if not _is_stats(stats):
                 return "refused"
             self.done[lane] = stats
             return "ok"
         if kind == "error":
-            self.errors.append((lane, str(msg.get("class")), str(msg.get("message"))))
+            cls, message = msg.get("class"), msg.get("message")
+            if type(cls) is not str or type(message) is not str:
+                return "refused"
+            if all(e[0] != lane for e in self.errors):
+                self.errors.append((lane, cls, message))
             return "ok"
         return "refused"
 
@@ -386,6 +385,66 @@ class _Registry:
         own = [e for e in self.errors if e[1] != "PeerError"]
         _, cls, message = (own or self.errors)[0]
         return _ERRORS.get(cls, BlindjoinError)(message)
+
+
+class _Registry(_Lanes):
+    """On the driver: lets each lane start once in a run (a retried barrier stage is refused),
+    passes the lanes' distinct counts to lane 0 and lane 0's plan to the others, and gathers
+    the lanes' statistics and errors. The tasks reach it over TCP at the driver's host
+    (``spark.driver.host``) with a random token; one short connection per message. Each
+    connection is served on a thread of its own (at most ``_HANDLERS`` at once), must send its
+    one line within ``_REQUEST_SECONDS`` and may not send more than ``_line_limit(B)`` bytes,
+    so a connection that stays silent or trickles holds only itself. Plain TCP: anyone who can
+    reach the port and learns the token (it travels in the clear) can talk to it; run the
+    driver where only the cluster reaches it."""
+
+    def __init__(self, sc: Any, buckets: int, lanes: int) -> None:
+        super().__init__(buckets, lanes, secrets.token_hex(16))
+        conf = sc.getConf()
+        host = conf.get("spark.driver.host", None) or socket.gethostname()
+        bind = conf.get("spark.driver.bindAddress", None) or host
+        self.server = socket.create_server((bind, 0))
+        self.server.settimeout(0.2)
+        self.address = (host, self.server.getsockname()[1])
+        self.limit = _line_limit(buckets)
+        self._lock = threading.Lock()
+        self._handlers = threading.BoundedSemaphore(_HANDLERS)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, name="blindjoin-lanes", daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            if not self._handlers.acquire(blocking=False):
+                conn.close()
+                continue
+            threading.Thread(
+                target=self._answer, args=(conn,), name="blindjoin-lane-msg", daemon=True
+            ).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        """Reads one request line from ``conn`` and answers it."""
+        try:
+            with conn:
+                line = _read_line(conn, self.limit, _REQUEST_SECONDS)
+                if line is None:
+                    return
+                with self._lock:
+                    reply = self.answer(line)
+                if reply is None:
+                    return
+                conn.settimeout(_REQUEST_SECONDS)
+                conn.sendall(reply)
+        except (OSError, ValueError, TypeError):
+            pass
+        finally:
+            self._handlers.release()
 
     def close(self) -> None:
         self._stop.set()

@@ -7,7 +7,11 @@
 //! arrive: ℓ bytes each, ascending, nothing else. Run keys come from clients; hashed, any key
 //! (with `/`, `..`, NUL, 200 characters) names a file inside the directory. A server forgets
 //! its runs when it stops, so `open` deletes every `*.labels` file an earlier server left in
-//! `blindjoin-runs/`; other files there are left alone.
+//! `blindjoin-runs/`; other files there are left alone. `blindjoin-runs/` is private to the
+//! server's user (mode 0700, set again if it existed) and its files are 0600: the labels are
+//! keyed hashes of the clients' keys, which only the clients can relate to keys, but nobody
+//! else on the host needs them. [`DiskStore::remove_all`] deletes every label file, for a
+//! server that is stopped (SIGINT, SIGTERM) with runs in progress.
 //!
 //! **Writing.** A writer streams the labels into its file through a buffer of
 //! [`DEFAULT_BUFFER`] bytes (4 MiB; [`DiskStore::with_buffer`] sets another size), so a writer
@@ -41,8 +45,9 @@
 use super::store::{LabelSource, LabelWriter, Store, merge_sources};
 use blindjoin_core::{Error, Result};
 use sha2::{Digest, Sha256};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// The subdirectory of the store's directory that holds its files.
@@ -76,17 +81,23 @@ impl DiskStore {
     /// server, and deletes the label files an earlier server left there.
     pub fn with_buffer(dir: &Path, buffer: usize) -> Result<DiskStore> {
         let runs = dir.join(RUNS_DIR);
-        fs::create_dir_all(&runs).map_err(|e| {
-            Error::io(
-                format!("creating the label store directory {}", runs.display()),
-                e,
-            )
-        })?;
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&runs)
+            .and_then(|()| fs::set_permissions(&runs, fs::Permissions::from_mode(0o700)))
+            .map_err(|e| {
+                Error::io(
+                    format!("creating the label store directory {}", runs.display()),
+                    e,
+                )
+            })?;
         let lock_path = runs.join(LOCK_FILE);
         let lock = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
+            .mode(0o600)
             .open(&lock_path)
             .map_err(|e| {
                 Error::io(
@@ -120,6 +131,16 @@ impl DiskStore {
             })?;
         }
         Ok(store)
+    }
+
+    /// Deletes every label file of every run (finished or being written; a writer still open
+    /// writes on into its deleted file). For a server that stops with runs in progress.
+    pub fn remove_all(&self) {
+        if let Ok(files) = self.label_files("") {
+            for path in files {
+                let _ = fs::remove_file(path);
+            }
+        }
     }
 
     /// The directory that holds the label files (`<dir>/blindjoin-runs`).
@@ -185,6 +206,7 @@ impl Store for DiskStore {
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&path)
             .map_err(|e| Error::io(format!("creating the label file of party {party}"), e))?;
         Ok(Box::new(DiskWriter {
@@ -222,6 +244,10 @@ impl Store for DiskStore {
             });
         }
         merge_sources(sources, counts, label_len)
+    }
+
+    fn stop(&self) {
+        self.remove_all();
     }
 
     fn remove(&self, run: &str) {
@@ -563,6 +589,29 @@ mod tests {
         let disk = DiskStore::open(dir.path()).unwrap();
         assert_eq!(disk.files().unwrap(), 0);
         assert_eq!(fs::read(&other).unwrap(), b"not ours");
+    }
+
+    #[test]
+    fn the_store_directory_and_its_files_are_private_and_remove_all_empties_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let runs = dir.path().join(RUNS_DIR);
+        // An existing directory open to others is made private.
+        fs::create_dir(&runs).unwrap();
+        fs::set_permissions(&runs, fs::Permissions::from_mode(0o755)).unwrap();
+        let disk = DiskStore::open(dir.path()).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&runs), 0o700);
+        assert_eq!(mode(&runs.join(LOCK_FILE)), 0o600);
+        put(&disk, "r", 8, &[vec![1; 16]], &mut rng(4));
+        let mut w = disk.writer("s", 2, 8, 100).unwrap();
+        w.write(&[5; 8 * 20]).unwrap();
+        assert_eq!(mode(&disk.path("r", 1)), 0o600);
+        assert_eq!(mode(&disk.path("s", 2)), 0o600);
+        assert_eq!(disk.files().unwrap(), 2);
+        disk.remove_all();
+        assert_eq!(disk.files().unwrap(), 0);
+        drop(w);
+        assert_eq!(disk.files().unwrap(), 0);
     }
 
     #[test]

@@ -752,9 +752,8 @@ impl Server {
                 let others = self.namesakes(run);
                 let hint = if others > 0 {
                     format!(
-                        "; {others} other submission(s) for run {} carry other parameters (set \
-                         sizes, client certificates or protocol parameters): check that every \
-                         client runs with the same options",
+                        "; {others} other submission(s) for run {} differ in set sizes, \
+                         certificates or parameters: give every client the same options",
                         run.name
                     )
                 } else {

@@ -41,6 +41,11 @@ pub trait Store: Send + Sync {
 
     /// Forgets everything of `run` (also of a half-finished run).
     fn remove(&self, run: &str);
+
+    /// The server stops with runs in progress: forgets what outlives the process (a disk
+    /// store's files). Nothing by default: memory ends with the process, and a Redis store's
+    /// keys expire a minute after the run timeout.
+    fn stop(&self) {}
 }
 
 /// Receives one party's labels, in ascending order, in batches.
