@@ -462,10 +462,13 @@ mod tests {
     /// listener side received and the report.
     fn three_frames(fault: Option<FaultAt>) -> (Vec<u8>, RelayReport) {
         let (mut c, mut s, relay) = setup(fault);
+        // A fault that closes the connection may do so before the later frames or the
+        // shutdown are sent (they then fail: broken pipe, not connected); what the listener
+        // side received is what the tests check.
         for p in [&b"abc"[..], b"", b"hello"] {
-            c.write_all(&frame(p)).unwrap();
+            let _ = c.write_all(&frame(p));
         }
-        c.shutdown(Shutdown::Write).unwrap();
+        let _ = c.shutdown(Shutdown::Write);
         let got = drain(&mut s);
         drop((c, s));
         (got, relay.finish())
