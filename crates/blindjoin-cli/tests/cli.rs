@@ -1299,10 +1299,13 @@ fn bench_runs_over_a_shaped_network() {
     assert_eq!(rows[0]["network"]["rtt"], 200.0);
     // Flights counted where frames leave each party. The receiver: hello, its blinded keys,
     // verdict. The sender: hello, its blinded keys (at once with the receiver's), the
-    // re-blinded ones, verdict. On the critical path that is the descriptor's 4 flights: at
-    // least 4 one-way delays of the 200 ms link.
+    // re-blinded ones, verdict; its two directions run on threads of their own, so when its
+    // last blinded keys leave after it has read all of the receiver's, those and the
+    // re-blinded keys are one run of sends (3 flights: a loaded machine). On the critical path
+    // that is the descriptor's 4 flights: at least 4 one-way delays of the 200 ms link.
     assert_eq!(rows[0]["flights_sent_receiver"], 3, "{rows}");
-    assert_eq!(rows[0]["flights_sent_sender"], 4, "{rows}");
+    let sender_flights = rows[0]["flights_sent_sender"].as_u64().unwrap();
+    assert!((3..=4).contains(&sender_flights), "{rows}");
     assert_eq!(rows[0]["rounds"], 4, "{rows}");
     let wall = rows[0]["wall_seconds"].as_f64().unwrap();
     assert!(wall >= 0.4, "{rows}");
