@@ -169,7 +169,9 @@ pub(crate) fn par_append<T: Sync>(
     out: &mut Vec<u8>,
     f: impl Fn(usize, &[T], &mut Vec<u8>) -> Result<()> + Sync,
 ) -> Result<()> {
-    let parts: Vec<Vec<u8>> = input
+    // Collected whole, then read in order: rayon's `collect` into a `Result` returns whichever
+    // error a thread met first, not the first in input order.
+    let parts: Vec<Result<Vec<u8>>> = input
         .par_chunks(piece_len.max(1))
         .enumerate()
         .map(|(k, piece)| {
@@ -177,7 +179,8 @@ pub(crate) fn par_append<T: Sync>(
             f(k, piece, &mut part)?;
             Ok(part)
         })
-        .collect::<Result<_>>()?;
+        .collect();
+    let parts = parts.into_iter().collect::<Result<Vec<_>>>()?;
     out.reserve(parts.iter().map(Vec::len).sum());
     for p in &parts {
         out.extend_from_slice(p);
