@@ -382,18 +382,18 @@ fn the_disk_store_gives_the_same_rows_and_keeps_no_labels() {
     assert!(left.is_empty(), "{left:?}");
 }
 
-#[test]
-fn a_server_that_restarts_mid_run_fails_the_clients_cleanly_and_serves_the_next_run() {
-    let dir = tempfile::tempdir().unwrap();
-    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
-    write_csv(&a, &(0..200).collect::<Vec<_>>(), &[]);
-    write_csv(&b, &(100..300).collect::<Vec<_>>(), &[]);
-    let server = Listening::server(&["-q"]);
-    let upstream = server.addr.parse().unwrap();
-    // Party 2's submit (its second frame to the server) is held for 30 s: party 1 has sent
-    // its labels and waits for party 2 when the server goes away.
+/// A run "r" of two clients on `server` (inputs `a` and `b`, outputs `o1.csv` and `o2.csv` in
+/// `dir`) whose party 2 reaches the server through a relay that holds its submit (its second
+/// frame) for 30 s: party 1 sends its labels and then waits. Returns the relay, party 1,
+/// party 2 and the two output paths.
+fn held_run(
+    server: &Listening,
+    dir: &Path,
+    a: &Path,
+    b: &Path,
+) -> (Relay, Listening, Child, PathBuf, PathBuf) {
     let relay = Relay::start(
-        upstream,
+        server.addr.parse().unwrap(),
         Some(FaultAt {
             direction: Direction::ToListener,
             frame: 1,
@@ -402,12 +402,12 @@ fn a_server_that_restarts_mid_run_fails_the_clients_cleanly_and_serves_the_next_
     )
     .unwrap();
     let relay_addr = relay.addr().to_string();
-    let (o1, o2) = (dir.path().join("o1.csv"), dir.path().join("o2.csv"));
-    let mut leader_args = client_args(&server.addr, "r", 1, 2, &a, &o1);
+    let (o1, o2) = (dir.join("o1.csv"), dir.join("o2.csv"));
+    let mut leader_args = client_args(&server.addr, "r", 1, 2, a, &o1);
     leader_args.extend(["--peers-listen".into(), "127.0.0.1:0".into()]);
     let refs: Vec<&str> = leader_args.iter().map(String::as_str).collect();
     let leader = Listening::start(&refs, "party 1: listening on ");
-    let mut member_args = client_args(&relay_addr, "r", 2, 2, &b, &o2);
+    let mut member_args = client_args(&relay_addr, "r", 2, 2, b, &o2);
     member_args.extend(["--peer".into(), leader.addr.clone()]);
     let member = bin()
         .args(&member_args)
@@ -415,6 +415,18 @@ fn a_server_that_restarts_mid_run_fails_the_clients_cleanly_and_serves_the_next_
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    (relay, leader, member, o1, o2)
+}
+
+#[test]
+fn a_server_that_restarts_mid_run_fails_the_clients_cleanly_and_serves_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    write_csv(&a, &(0..200).collect::<Vec<_>>(), &[]);
+    write_csv(&b, &(100..300).collect::<Vec<_>>(), &[]);
+    let server = Listening::server(&["-q"]);
+    // Party 1 has sent its labels and waits for party 2 when the server goes away.
+    let (relay, leader, member, o1, o2) = held_run(&server, dir.path(), &a, &b);
     std::thread::sleep(Duration::from_secs(3));
     let addr = server.addr.clone();
     server.kill();
@@ -462,30 +474,8 @@ fn a_server_stopped_by_sigterm_deletes_its_label_files_and_says_so_in_one_line()
     let runs = store.join("blindjoin-runs");
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode(&runs), 0o700);
-    // Party 2's submit is held: party 1's labels are on the server's disk when it is stopped.
-    let relay = Relay::start(
-        server.addr.parse().unwrap(),
-        Some(FaultAt {
-            direction: Direction::ToListener,
-            frame: 1,
-            fault: Fault::Delay(Duration::from_secs(30)),
-        }),
-    )
-    .unwrap();
-    let relay_addr = relay.addr().to_string();
-    let (o1, o2) = (dir.path().join("o1.csv"), dir.path().join("o2.csv"));
-    let mut leader_args = client_args(&server.addr, "r", 1, 2, &a, &o1);
-    leader_args.extend(["--peers-listen".into(), "127.0.0.1:0".into()]);
-    let refs: Vec<&str> = leader_args.iter().map(String::as_str).collect();
-    let leader = Listening::start(&refs, "party 1: listening on ");
-    let mut member_args = client_args(&relay_addr, "r", 2, 2, &b, &o2);
-    member_args.extend(["--peer".into(), leader.addr.clone()]);
-    let member = bin()
-        .args(&member_args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // Party 1's labels are on the server's disk when it is stopped.
+    let (relay, leader, member, o1, o2) = held_run(&server, dir.path(), &a, &b);
     let labels = || -> Vec<PathBuf> {
         std::fs::read_dir(&runs)
             .unwrap()
